@@ -1,0 +1,379 @@
+/*
+ * dsv4kv.h - the key cache of DeepSeek-V4 / V4.1 sparse attention, as a C library.
+ *
+ * A tour
+ * ------
+ * An attention layer of DeepSeek-V4 keeps its keys (head dim 512: dims 0..447
+ * "NoPE", 448..511 "RoPE") in a paged cache: a *page* holds `block_size`
+ * consecutive token positions of one request, a *slot* is
+ * `page_id * block_size + position_in_page`, a *block table* maps a request's
+ * logical page number to a physical page id.  Each token's keys are stored as a
+ * quantized *record*:
+ *
+ *   V4     584 B  e4m3 NoPE + bf16 RoPE, UE8M0 scale per 64 dims (split page)
+ *   MXFP8  528 B  e4m3 of all 512 dims, UE8M0 scale per 32 dims (token-major)
+ *   NVFP4  288 B  e2m1 of all 512 dims, e4m3 scale per 16 dims (token-major)
+ *
+ * and the indexer's keys (head dim 128) as
+ *
+ *   INDEXER_FP8    132 B  e4m3 x 128 + one fp32 2^e scale (or 4 UE8M0 bytes)
+ *   INDEXER_MXFP4   68 B  e2m1 x 128 + 4 UE8M0 scales (one per 32 dims)
+ *
+ * The library writes records (quantize_and_insert_k_cache,
+ * indexer_k_norm_rope_store), reads them back (dequantize_and_gather_k_cache)
+ * and builds the int32 index lists that sparse attention consumes (top-k of the
+ * compressed cache + the sliding window).  Every byte matches the reference
+ * Triton kernels of vLLM (see SPEC.md / NUMERICS.md of the project).
+ *
+ * Tensors are DLPack `DLTensor`s: data pointer, device, dtype, shape and
+ * strides (in elements; NULL = compact row-major), byte_offset honoured.  A
+ * torch / numpy / JAX caller hands its tensors over without copies.  The
+ * backend is chosen by the tensors' device (all of one call's tensors must be
+ * on one device); this build runs kDLCPU and answers DSV4KV_ERR_BACKEND_NOT_BUILT
+ * for others.
+ *
+ * A cache is described once, by a dsv4kv_cache_desc, and that description is
+ * passed to every writer and reader of the cache: the record format and the
+ * fp8 flavour (OCP e4m3fn vs. AMD e4m3fnuz) travel with it, so a cache written
+ * in one flavour is never read in the other by mistake.  The cache tensor is
+ * uint8, either 2-D [num_pages, page_bytes] or 3-D [num_pages, block_size,
+ * record_bytes]; its stride(0) is the page stride in bytes and may exceed
+ * block_size * record_bytes (padding).
+ *
+ * Worked example (CPU, V4 records, 64 tokens per page):
+ *
+ *   dsv4kv_cache_desc cache = { DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0 };
+ *   // k: bf16 [T, 512]; k_cache: uint8 [num_pages, 64 * 584]; slots: int64 [T]
+ *   int64_t skipped = 0;
+ *   dsv4kv_options opt = { .skipped = &skipped };
+ *   dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(&k, &k_cache, &cache,
+ *                                                         &slots, &opt);
+ *   if (st != DSV4KV_OK) fprintf(stderr, "%s\n", dsv4kv_last_error());
+ *
+ * Errors.  Every call returns a dsv4kv_status.  Argument errors (null, dtype,
+ * rank, shape, stride, scalar out of range) are found before anything is read
+ * or written.  Index values read from tensors (slots, page ids, positions,
+ * lengths, request ids) are bounds-checked one by one; an entry that would
+ * touch memory outside its tensor is skipped (nothing read or written through
+ * it), counted in dsv4kv_options.skipped, and the call returns
+ * DSV4KV_WARN_SKIPPED after completing every valid entry.  dsv4kv_last_error()
+ * gives a sentence naming the argument and the value (thread-local, valid until
+ * the thread's next call).  The library never aborts and never writes outside
+ * the output tensors passed in.
+ */
+#ifndef DSV4KV_H
+#define DSV4KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DSV4KV_VERSION_MAJOR 0
+#define DSV4KV_VERSION_MINOR 1
+#define DSV4KV_VERSION_PATCH 0
+
+/* DLPack 0.8 added kDLBool (6); Debian's dlpack 0.6 predates it.  Bool tensors
+ * are accepted as kDLBool/8 or kDLUInt/8 (one byte, nonzero = true). */
+#define DSV4KV_DL_BOOL 6
+
+#if defined(DSV4KV_BUILDING) && defined(__GNUC__)
+#define DSV4KV_API __attribute__((visibility("default")))
+#else
+#define DSV4KV_API
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status codes.  Values are pinned; new codes are only ever appended.       */
+/* ------------------------------------------------------------------------ */
+typedef enum {
+  DSV4KV_OK = 0,
+  DSV4KV_ERR_NULL = 1,              /* a required pointer or tensor is NULL       */
+  DSV4KV_ERR_DTYPE = 2,             /* a tensor has the wrong dtype               */
+  DSV4KV_ERR_RANK = 3,              /* a tensor has the wrong number of dims      */
+  DSV4KV_ERR_SHAPE = 4,             /* a tensor's extent is wrong or inconsistent */
+  DSV4KV_ERR_STRIDE = 5,            /* unsupported strides (e.g. last dim not 1)  */
+  DSV4KV_ERR_VALUE = 6,             /* a scalar argument is out of range          */
+  DSV4KV_ERR_DEVICE = 7,            /* tensors on different / unsupported devices */
+  DSV4KV_ERR_BACKEND_NOT_BUILT = 8, /* the device's backend is not in this build  */
+  DSV4KV_ERR_ALLOC = 9,             /* memory allocation failed                   */
+  DSV4KV_ERR_FORMAT = 10,           /* record format / cache description mismatch */
+  DSV4KV_WARN_SKIPPED = 11,         /* done, but out-of-range entries were skipped */
+  DSV4KV_WARN_NONFINITE = 12,       /* done, input held NaN/Inf (when asked)      */
+  DSV4KV_ERR_BACKEND = 13           /* the backend failed (e.g. a CUDA error)     */
+} dsv4kv_status;
+
+/* A fixed English name for a status ("DSV4KV_ERR_SHAPE: bad tensor shape"). */
+DSV4KV_API const char *dsv4kv_status_string(dsv4kv_status status);
+
+/* The message of this thread's last non-OK call: the argument, its value and
+ * the rule it broke.  "" when the last call returned DSV4KV_OK. */
+DSV4KV_API const char *dsv4kv_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Cache description                                                          */
+/* ------------------------------------------------------------------------ */
+typedef enum {
+  DSV4KV_RECORD_V4 = 0,            /* 584 B, SPEC §2 "V4"                      */
+  DSV4KV_RECORD_MXFP8 = 1,         /* 528 B, SPEC §2 "V4.1 MXFP8"              */
+  DSV4KV_RECORD_NVFP4 = 2,         /* 288 B, SPEC §2 "V4.1 NVFP4"              */
+  DSV4KV_RECORD_INDEXER_FP8 = 3,   /* 132 B, SPEC §6 FP8 (128 values + 4 B)    */
+  DSV4KV_RECORD_INDEXER_MXFP4 = 4  /*  68 B, SPEC §6 FP4 (64 values + 4 B)     */
+} dsv4kv_record;
+
+typedef enum {
+  DSV4KV_FP8_OCP = 0,  /* e4m3fn: bias 7, max 448 (NVIDIA, OCP)                 */
+  DSV4KV_FP8_FNUZ = 1  /* e4m3fnuz: bias 8, max 240, 0x80 = NaN (AMD gfx942)   */
+} dsv4kv_fp8_flavor;
+
+/* Flags of dsv4kv_cache_desc (indexer FP8 caches only). */
+#define DSV4KV_CACHE_MX_SCALE 0x1u /* scale = 4 UE8M0 bytes instead of fp32 2^e */
+#define DSV4KV_CACHE_TILED 0x2u    /* 16x16-tiled values (ROCm readers); needs
+                                      block_size % 16 == 0                       */
+
+typedef struct {
+  dsv4kv_record record;   /* record format                                     */
+  dsv4kv_fp8_flavor fp8;  /* e4m3 flavour of V4 / MXFP8 / INDEXER_FP8 records; */
+                          /* NVFP4 and INDEXER_MXFP4 need DSV4KV_FP8_OCP        */
+  int32_t block_size;     /* tokens per page, > 0                               */
+  int64_t page_stride;    /* bytes from a page to the next; 0 = take it from
+                             the cache tensor's stride(0).  When nonzero it must
+                             equal that stride.                                  */
+  uint32_t flags;         /* DSV4KV_CACHE_* flags                                */
+} dsv4kv_cache_desc;
+
+/* Bytes of one token record (584, 528, 288, 132, 68); 0 for an unknown record. */
+DSV4KV_API int32_t dsv4kv_record_bytes(dsv4kv_record record);
+
+/* The record whose width is `bytes_per_token` among the three main-cache
+ * records (584 -> V4, 528 -> MXFP8, 288 -> NVFP4), as the reference reads the
+ * format off the record width.  DSV4KV_ERR_FORMAT for any other width. */
+DSV4KV_API dsv4kv_status dsv4kv_record_from_width(int64_t bytes_per_token, dsv4kv_record *record);
+
+/* ------------------------------------------------------------------------ */
+/* Per-call options (every op takes `const dsv4kv_options *`, NULL = defaults) */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+  int64_t *skipped;      /* out, optional: entries skipped as out of range      */
+  int64_t *nonfinite;    /* out, optional: non-finite input values seen (only
+                            counted when check_nonfinite is set)                 */
+  int check_nonfinite;   /* inserts / indexer store: count NaN/Inf in the input
+                            and return DSV4KV_WARN_NONFINITE when any is found;
+                            the bytes stored are the reference's either way     */
+  int num_threads;       /* CPU backend: 0 = OpenMP's default                    */
+  void *stream;          /* CUDA backend: a cudaStream_t (NULL = default)        */
+} dsv4kv_options;
+
+/* ------------------------------------------------------------------------ */
+/* Number formats (SPEC §1).  Scalar, exact; the oracle of the fast paths.    */
+/* ------------------------------------------------------------------------ */
+DSV4KV_API float dsv4kv_bf16_to_f32(uint16_t bits);
+/* Round to nearest even; every NaN -> 0x7FFF. */
+DSV4KV_API uint16_t dsv4kv_f32_to_bf16(float x);
+/* e4m3 (OCP): RNE, saturating to +-448, sign kept on zero, NaN -> 0x7F. */
+DSV4KV_API uint8_t dsv4kv_e4m3_encode(float x);
+DSV4KV_API float dsv4kv_e4m3_decode(uint8_t code);           /* 0x7F / 0xFF -> NaN       */
+/* e4m3fnuz: RNE, saturating to +-240, zero -> 0x00 (either sign), NaN -> 0x80. */
+DSV4KV_API uint8_t dsv4kv_e4m3fnuz_encode(float x);
+DSV4KV_API float dsv4kv_e4m3fnuz_decode(uint8_t code);       /* 0x80 -> NaN              */
+/* e2m1 (4-bit code, sign in bit 3): RNE ties-to-even-code, saturating to +-6,
+ * sign kept on zero, NaN -> 0x7 (+6), as NUMERICS §1.1. */
+DSV4KV_API uint8_t dsv4kv_e2m1_encode(float x);
+DSV4KV_API float dsv4kv_e2m1_decode(uint8_t code);           /* low 4 bits used          */
+/* UE8M0: byte e -> 2^(e-127) exactly (0 -> 2^-127, 255 -> +Inf).  Note the
+ * gathers flush byte 0 to 0.0 as the reference does (NUMERICS §3). */
+DSV4KV_API float dsv4kv_ue8m0_decode(uint8_t e);
+
+/* ------------------------------------------------------------------------ */
+/* Main K cache: insert and gather (SPEC §2-§4)                               */
+/* ------------------------------------------------------------------------ */
+
+/* quantize_and_insert_k_cache (SPEC §3; reference: vLLM cache_utils
+ * quantize_and_insert_k_cache and the V4.1 insert kernels).
+ *
+ *   k             bf16 [T_k, 512], any row stride, last-dim stride 1
+ *   k_cache       uint8 cache of `cache` (record V4, MXFP8 or NVFP4)
+ *   cache         the cache description (record, fp8 flavour, block_size)
+ *   slot_mapping  int64 [T], T <= T_k: rows T..T_k-1 of k are DP padding and
+ *                 are never read.  Slot -1 skips its row silently; any other
+ *                 negative slot, or a slot whose page is past the cache, is
+ *                 skipped and counted.
+ *
+ * Writes only the records of the slots named (and, for V4, the token's 8
+ * scale bytes).  When two rows name one slot, the later row wins, whatever the
+ * thread count.
+ * Returns DSV4KV_OK, DSV4KV_WARN_SKIPPED, DSV4KV_WARN_NONFINITE (when asked)
+ * or an argument error (NULL, DTYPE, RANK, SHAPE, STRIDE, VALUE, FORMAT,
+ * DEVICE, BACKEND_NOT_BUILT). */
+DSV4KV_API dsv4kv_status dsv4kv_quantize_and_insert_k_cache(const DLTensor *k, const DLTensor *k_cache,
+                                                 const dsv4kv_cache_desc *cache,
+                                                 const DLTensor *slot_mapping,
+                                                 const dsv4kv_options *opt);
+
+/* dequantize_and_gather_k_cache (SPEC §4; reference: vLLM cache_utils
+ * dequantize_and_gather_k_cache).
+ *
+ *   out          bf16 [R_out >= R, max_tokens, 512], any strides on dims 0-1,
+ *                last-dim stride 1
+ *   k_cache      uint8 cache of `cache` (record V4, MXFP8 or NVFP4)
+ *   seq_lens     int32 [R]
+ *   gather_lens  int32 [R] or NULL (NULL: gather whole sequences)
+ *   block_table  int32 [R_bt >= R, max_pages], any strides
+ *   offset       first row of out written for each request, >= 0
+ *
+ * For request r, L = gather_lens ? gather_lens[r] : seq_lens[r]; the LAST L
+ * tokens of the sequence go to out[r][offset .. offset+L).  Nothing else of out
+ * is written.  Skipped and counted (one per token): a position past the block
+ * table row or before position 0, a page id outside the cache, a row past
+ * max_tokens; a request with L < 0 counts once.
+ * Returns as the insert (no NONFINITE). */
+DSV4KV_API dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DLTensor *k_cache,
+                                                   const dsv4kv_cache_desc *cache,
+                                                   const DLTensor *seq_lens,
+                                                   const DLTensor *gather_lens,
+                                                   const DLTensor *block_table, int64_t offset,
+                                                   const dsv4kv_options *opt);
+
+/* gather_num_workers (SPEC §4): the reference's launch width, for API parity.
+ * max_gather_len < 0 means unknown -> 128; else clamp(ceil(len / 8), 128, 8192). */
+DSV4KV_API int32_t dsv4kv_gather_num_workers(int64_t max_gather_len);
+
+/* ------------------------------------------------------------------------ */
+/* Sparse-attention index preparation (SPEC §5).  Integers only.              */
+/* ------------------------------------------------------------------------ */
+
+/* compute_global_topk_indices_and_lens (SPEC §5.1).
+ *
+ *   topk_indices          int32 [T, K]   local compressed positions, < 0 = none
+ *   token_to_req_indices  int32 [T]
+ *   block_table           int32 [R, P]
+ *   block_size            > 0
+ *   is_valid_token        bool [T]
+ *   global_out            int32 [T, K]   (written in full)
+ *   lens_out              int32 [T]
+ *
+ * global = block_table[req][x / bs] * bs + x % bs for x >= 0, else -1;
+ * lens = valid ? count(x >= 0) : 0.  Skipped and counted, written as -1: an
+ * entry whose page x / bs is past the block-table row; a token whose request
+ * id is outside [0, R) (its whole row).  Returns OK, WARN_SKIPPED or an
+ * argument error. */
+DSV4KV_API dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
+    const DLTensor *topk_indices, const DLTensor *token_to_req_indices,
+    const DLTensor *block_table, int32_t block_size, const DLTensor *is_valid_token,
+    const DLTensor *global_out, const DLTensor *lens_out, const dsv4kv_options *opt);
+
+/* combine_topk_swa_indices (SPEC §5.2).
+ *
+ *   topk_indices     int32 [T, W], W >= topk
+ *   query_start_loc  int32 [R + 1] (rebased on its first entry)
+ *   seq_lens         int32 [R]
+ *   gather_lens      int32 [R]
+ *   window_size      > 0;  compress_ratio >= 0 (0 = SWA-only layer);  topk >= 0
+ *   M                per-request row stride of the gathered workspace
+ *   N                row of a request's first SWA key in its workspace slice
+ *   combined         int32 [T, C], C >= topk + window_size (the reference
+ *                    allocates C = round_up(topk + window_size, 128))
+ *   lens             int32 [T]
+ *
+ * Writes, for each token of each request, the first topk_len + swa_len
+ * columns of its row and its length; nothing else.  A token index outside
+ * [0, T) (from a malformed query_start_loc) is skipped and counted. */
+DSV4KV_API dsv4kv_status dsv4kv_combine_topk_swa_indices(const DLTensor *topk_indices,
+                                              const DLTensor *query_start_loc,
+                                              const DLTensor *seq_lens,
+                                              const DLTensor *gather_lens, int32_t window_size,
+                                              int32_t compress_ratio, int32_t topk, int32_t M,
+                                              int32_t N, const DLTensor *combined,
+                                              const DLTensor *lens, const dsv4kv_options *opt);
+
+/* The reference's out=None path: the library allocates `combined` int32
+ * [T, round_up(topk + window_size, 128)] filled with -1 and `lens` int32 [T]
+ * filled with 0 (CPU memory), then runs dsv4kv_combine_topk_swa_indices.  The
+ * caller owns *combined_out and *lens_out and releases each with its deleter
+ * (dsv4kv_managed_free does that).  On an error both are left NULL. */
+DSV4KV_API dsv4kv_status dsv4kv_combine_topk_swa_indices_alloc(
+    const DLTensor *topk_indices, const DLTensor *query_start_loc, const DLTensor *seq_lens,
+    const DLTensor *gather_lens, int32_t window_size, int32_t compress_ratio, int32_t topk,
+    int32_t M, int32_t N, DLManagedTensor **combined_out, DLManagedTensor **lens_out,
+    const dsv4kv_options *opt);
+
+/* Calls t->deleter(t) when t and its deleter are non-NULL. */
+DSV4KV_API void dsv4kv_managed_free(DLManagedTensor *t);
+
+/* Arguments of build_flashinfer_mixed_sparse_indices (SPEC §5.3).  D decode
+ * tokens come first, then P prefill tokens; D = decode_swa_indices.shape[0],
+ * P = prefill_topk_indices.shape[0]. */
+typedef struct {
+  const DLTensor *decode_swa_indices;          /* int32 [D, S], S >= window_size    */
+  const DLTensor *decode_compressed_indices;   /* int32 [D, Dk] or NULL              */
+  const DLTensor *decode_compressed_topk_lens; /* int32 [>= D] or NULL (global mode) */
+  const DLTensor *decode_is_valid_token;       /* bool [>= D] or NULL (local mode)   */
+  int decode_compressed_indices_are_local;     /* 1: local positions, map them       */
+  const DLTensor *prefill_topk_indices;        /* int32 [P, Wp]                      */
+  const DLTensor *query_start_loc;             /* int32 [R + 1] (not rebased)        */
+  const DLTensor *seq_lens;                    /* int32 [R]                          */
+  const DLTensor *replay_start;                /* int32 [R]                          */
+  const DLTensor *token_to_req_indices;        /* int32 [>= D + P]                   */
+  const DLTensor *swa_block_table;             /* int32 [R_s, P_s]                   */
+  const DLTensor *compressed_block_table;      /* int32 [R_c, P_c]; NULL = swa's     */
+  int32_t swa_block_size;                      /* > 0                                */
+  int32_t swa_block_span;                      /* physical tokens per page; 0 = bs   */
+  int32_t compressed_block_size;               /* > 0                                */
+  int32_t compressed_block_span;               /* 0 = compressed_block_size          */
+  int32_t window_size;                         /* > 0, <= S                          */
+  int32_t compress_ratio;                      /* >= 0 (0 = SWA-only)                */
+  int32_t topk;                                /* >= 0                               */
+} dsv4kv_flashinfer_args;
+
+/* build_flashinfer_mixed_sparse_indices (SPEC §5.3).
+ *
+ *   sparse_indices  int32 [D + P, S + K4], K4 = round_up(max(topk, Dk), 4)
+ *   sparse_lens     int32 [D + P]
+ *
+ * Every element of both outputs is written.  Skipped and counted, written as
+ * -1: a lookup whose request id, page number (position / block size) or
+ * token index is outside its tensor. */
+DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinfer_args *args,
+                                                           const DLTensor *sparse_indices,
+                                                           const DLTensor *sparse_lens,
+                                                           const dsv4kv_options *opt);
+
+/* ------------------------------------------------------------------------ */
+/* Indexer K store (SPEC §6)                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* indexer_k_norm_rope_store (SPEC §6; reference: vLLM indexer_k_store
+ * _indexer_k_norm_rope_quant_store_kernel): RMSNorm -> GPT-J RoPE on dims
+ * 64..127 -> quantize into an INDEXER_FP8 or INDEXER_MXFP4 cache.
+ *
+ *   k_pre            bf16 [T_k, 128], last-dim stride 1
+ *   positions        int64 [>= T]
+ *   cos_sin_cache    fp32 or bf16 [max_pos, 64] (cos in 0..31, sin in 32..63)
+ *   rms_norm_weight  fp32 or bf16 [128]
+ *   eps              RMSNorm epsilon (>= 0, finite)
+ *   k_cache, cache   INDEXER_FP8 (flags MX_SCALE, TILED allowed) or
+ *                    INDEXER_MXFP4 (no flags) cache
+ *   kv_slot_mapping  int64 [T], T <= T_k
+ *   compress_ratio   >= 1: token t writes only when (positions[t] + 1) % ratio == 0
+ *
+ * rstd is the correctly rounded 1/sqrt (NUMERICS §10), so about 2 rows in
+ * 100,000 may differ from the GPU reference by one code step.  Skipped and
+ * counted: a slot < -1 or past the cache; a negative position or a RoPE row
+ * past cos_sin_cache. */
+DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTensor *positions,
+                                               const DLTensor *cos_sin_cache,
+                                               const DLTensor *rms_norm_weight, float eps,
+                                               const DLTensor *k_cache,
+                                               const dsv4kv_cache_desc *cache,
+                                               const DLTensor *kv_slot_mapping,
+                                               int32_t compress_ratio,
+                                               const dsv4kv_options *opt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DSV4KV_H */

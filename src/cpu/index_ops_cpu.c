@@ -1,0 +1,167 @@
+/* CPU index preparation (SPEC §5, NUMERICS §4).  Integer arithmetic follows
+ * the reference's int32 (wrapping) results; every table lookup is
+ * bounds-checked first, and a lookup that fails writes -1 and is counted. */
+#include <inttypes.h>
+
+#include "backend.h"
+
+/* The reference computes slots in int32; wrap the same way without UB. */
+static inline int32_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+
+/* Physical token index of a slot when pages are `span` tokens apart. */
+static inline int32_t remap(int64_t v, int64_t bs, int64_t span) {
+  return v < 0 ? -1 : wrap32((v / bs) * span + v % bs);
+}
+
+/* ---- §5.1 ---------------------------------------------------------------- */
+dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skiplog *log) {
+  const int64_t bs = a->block_size;
+#pragma omp parallel for schedule(static) num_threads(o->num_threads)
+  for (int64_t t = 0; t < a->T; t++) {
+    int64_t req = tv_i32_1(&a->req, t);
+    int req_ok = req >= 0 && req < a->R;
+    if (!req_ok)
+      skiplog_note(log, t * 65536, "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside block_table's %" PRId64 " rows",
+                   t, req, a->R);
+    int32_t count = 0;
+    for (int64_t j = 0; j < a->K; j++) {
+      int64_t x = tv_i32_2(&a->topk, t, j);
+      int32_t g = -1;
+      if (x >= 0) {
+        count++;
+        int64_t lp = x / bs;
+        if (req_ok && lp < a->P)
+          g = wrap32((int64_t)tv_i32_2(&a->block_table, req, lp) * bs + x % bs);
+        else if (req_ok)
+          skiplog_note(log, t * 65536 + 1 + (j < 65534 ? j : 65534),
+                       "topk_indices[%" PRId64 "][%" PRId64 "] = %" PRId64 " needs block_table[%" PRId64 "][%" PRId64
+                       "], past its %" PRId64 " columns", t, j, x, req, lp, a->P);
+      }
+      *tv_i32_2p(&a->global_out, t, j) = g;
+    }
+    *(int32_t *)(a->lens_out.data + t * a->lens_out.stride[0] * 4) = tv_bool_1(&a->valid, t) ? count : 0;
+  }
+  return DSV4KV_OK;
+}
+
+/* ---- §5.2 ---------------------------------------------------------------- */
+dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log) {
+  const int64_t base = tv_i32_1(&a->qsl, 0);
+#pragma omp parallel num_threads(o->num_threads)
+  for (int64_t r = 0; r < a->R; r++) {
+    /* Requests in order, tokens of one request in parallel: overlapping query
+     * ranges (malformed input) still give the sequential result. */
+    const int64_t qs = tv_i32_1(&a->qsl, r) - base, qe = tv_i32_1(&a->qsl, r + 1) - base;
+    const int64_t seq_len = tv_i32_1(&a->seq_lens, r);
+    const int64_t start_pos = seq_len - (qe - qs);
+    const int64_t gather_start = seq_len - tv_i32_1(&a->gather_lens, r);
+    const int64_t Mr = (int64_t)a->M * r;
+#pragma omp for schedule(static)
+    for (int64_t t = qs; t < qe; t++) {
+      if (t < 0 || t >= a->T) {
+        skiplog_note(log, r * 4294967296LL + (t - qs), "request %" PRId64 ": token %" PRId64
+                     " (from query_start_loc) is outside topk_indices' %" PRId64 " rows", r, t, a->T);
+        continue;
+      }
+      const int64_t pos = start_pos + (t - qs);
+      int64_t topk_len = 0;
+      if (a->compress_ratio > 0) {
+        topk_len = (pos + 1) / a->compress_ratio;
+        if (topk_len > a->topk_n) topk_len = a->topk_n;
+      }
+      int64_t swa_start = pos - a->window_size + 1;
+      if (swa_start < 0) swa_start = 0;
+      if (swa_start < gather_start) swa_start = gather_start;
+      const int64_t swa_len = pos - swa_start + 1; /* <= window_size */
+      for (int64_t j = 0; j < topk_len; j++)
+        *tv_i32_2p(&a->combined, t, j) = wrap32(tv_i32_2(&a->topk, t, j) + Mr);
+      const int64_t first = Mr + a->N + (swa_start - gather_start);
+      for (int64_t j = 0; j < swa_len; j++) *tv_i32_2p(&a->combined, t, topk_len + j) = wrap32(first + j);
+      *(int32_t *)(a->lens.data + t * a->lens.stride[0] * 4) =
+          wrap32(topk_len + swa_len);
+    }
+  }
+  return DSV4KV_OK;
+}
+
+/* ---- §5.3 ---------------------------------------------------------------- */
+
+/* Slot of position `pos` of request `req` through a block table, or -1 (and
+ * counted) when the lookup would leave the table. */
+static int64_t slot_of(const tview *bt, const char *bt_name, int64_t req, int64_t pos, int64_t bs,
+                       skiplog *log, int64_t key) {
+  int64_t lp = pos / bs;
+  if (req < 0 || req >= bt->shape[0] || pos < 0 || lp >= bt->shape[1]) {
+    skiplog_note(log, key, "%s[%" PRId64 "][%" PRId64 "] (position %" PRId64 ") is outside its [%" PRId64 ", %" PRId64 "] shape",
+                 bt_name, req, lp, pos, bt->shape[0], bt->shape[1]);
+    return -1;
+  }
+  return (int64_t)wrap32((int64_t)tv_i32_2(bt, req, lp) * bs + pos % bs);
+}
+
+static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, skiplog *log) {
+  const int64_t S = a->S, key = d * 65536;
+  for (int64_t j = 0; j < S; j++)
+    *tv_i32_2p(&a->out, d, j) = remap(tv_i32_2(&a->dswa, d, j), a->swa_bs, a->swa_span);
+  const int token_valid = a->has_dvalid ? tv_bool_1(&a->dvalid, d) : 1;
+  const int64_t req = tv_i32_1(&a->req, d);
+  int64_t count = 0;
+  for (int64_t j = 0; j < a->K4; j++) {
+    int64_t v = j < a->Dk ? tv_i32_2(&a->dcomp, d, j) : -1;
+    if (a->local && v >= 0) {
+      v = slot_of(&a->comp_bt, "compressed_block_table", req, v, a->c_bs, log, key + 1 + j);
+      if (v >= 0 && token_valid) count++;
+    }
+    *tv_i32_2p(&a->out, d, S + j) = remap(v, a->c_bs, a->c_span);
+  }
+  int64_t n = 0;
+  if (a->Dk > 0) n = a->local ? count : a->has_dcomp_lens ? tv_i32_1(&a->dcomp_lens, d) : a->Dk;
+  *(int32_t *)(a->lens.data + d * a->lens.stride[0] * 4) = wrap32(S + n);
+}
+
+static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, skiplog *log) {
+  const int64_t S = a->S, i = t - a->D, key = t * 65536;
+  const int64_t req = tv_i32_1(&a->req, t);
+  int32_t *lens = (int32_t *)(a->lens.data + t * a->lens.stride[0] * 4);
+  if (req < 0 || req >= a->R) {
+    skiplog_note(log, key, "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside the %" PRId64 " requests",
+                 t, req, a->R);
+    for (int64_t j = 0; j < S + a->K4; j++) *tv_i32_2p(&a->out, t, j) = -1;
+    *lens = 0;
+    return;
+  }
+  const int64_t q0 = tv_i32_1(&a->qsl, req), q1 = tv_i32_1(&a->qsl, req + 1);
+  const int64_t pos = tv_i32_1(&a->seq_lens, req) - (q1 - q0) + (t - q0);
+  int64_t swa_start = pos - a->window_size + 1;
+  if (swa_start < 0) swa_start = 0;
+  const int64_t replay = tv_i32_1(&a->replay, req);
+  if (swa_start < replay) swa_start = replay;
+  const int64_t swa_len = pos - swa_start + 1;
+  int64_t topk_len = 0;
+  if (a->compress_ratio > 0) {
+    topk_len = (pos + 1) / a->compress_ratio;
+    if (topk_len > a->topk) topk_len = a->topk;
+  }
+  for (int64_t j = 0; j < S; j++) {
+    int64_t v = -1;
+    if (j < swa_len) v = slot_of(&a->swa_bt, "swa_block_table", req, swa_start + j, a->swa_bs, log, key + 1 + j);
+    *tv_i32_2p(&a->out, t, j) = remap(v, a->swa_bs, a->swa_span);
+  }
+  for (int64_t j = 0; j < a->K4; j++) {
+    int64_t x = (j < a->Wp && j < topk_len) ? tv_i32_2(&a->ptopk, i, j) : -1;
+    int64_t v = x >= 0 ? slot_of(&a->comp_bt, "compressed_block_table", req, x, a->c_bs, log, key + 1 + S + j) : -1;
+    *tv_i32_2p(&a->out, t, S + j) = remap(v, a->c_bs, a->c_span);
+  }
+  *lens = wrap32(S + topk_len);
+}
+
+dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const run_opts *o, skiplog *log) {
+#pragma omp parallel for schedule(static) num_threads(o->num_threads)
+  for (int64_t t = 0; t < a->D + a->P; t++) {
+    if (t < a->D)
+      flashinfer_decode_row(a, t, log);
+    else
+      flashinfer_prefill_row(a, t, log);
+  }
+  return DSV4KV_OK;
+}

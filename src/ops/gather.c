@@ -1,0 +1,53 @@
+/* dequantize_and_gather_k_cache and gather_num_workers: checks and dispatch (SPEC §4). */
+#include "backend.h"
+#include "formats/records.h"
+
+dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DLTensor *k_cache,
+                                                   const dsv4kv_cache_desc *cache,
+                                                   const DLTensor *seq_lens,
+                                                   const DLTensor *gather_lens,
+                                                   const DLTensor *block_table, int64_t offset,
+                                                   const dsv4kv_options *opt) {
+  gather_args a = {0};
+  tview cache_tv;
+  dsv4kv_status st;
+  const unsigned main_records =
+      1u << DSV4KV_RECORD_V4 | 1u << DSV4KV_RECORD_MXFP8 | 1u << DSV4KV_RECORD_NVFP4;
+  if ((st = tview_make(&a.out, out, "out", DT_BF16, 3))) return st;
+  if ((st = tview_dim_eq(&a.out, "out", 2, HEAD_DIM))) return st;
+  if ((st = tview_last_contiguous(&a.out, "out"))) return st;
+  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, main_records))) return st;
+  if ((st = tview_make(&a.seq_lens, seq_lens, "seq_lens", DT_I32, 1))) return st;
+  a.R = a.seq_lens.shape[0];
+  if (gather_lens) {
+    if ((st = tview_make(&a.gather_lens, gather_lens, "gather_lens", DT_I32, 1))) return st;
+    if ((st = tview_dim_eq(&a.gather_lens, "gather_lens", 0, a.R))) return st;
+    a.has_gather_lens = 1;
+  }
+  if ((st = tview_make(&a.block_table, block_table, "block_table", DT_I32, 2))) return st;
+  if ((st = tview_dim_ge(&a.block_table, "block_table", 0, a.R))) return st;
+  if ((st = tview_dim_ge(&a.out, "out", 0, a.R))) return st;
+  if (offset < 0)
+    return dsv4kv_fail(DSV4KV_ERR_VALUE, "offset = %lld; must be >= 0", (long long)offset);
+  a.offset = offset;
+
+  devsel dev = {0};
+  if ((st = devsel_add(&dev, &a.out, "out"))) return st;
+  if ((st = devsel_add(&dev, &cache_tv, "k_cache"))) return st;
+  if ((st = devsel_add(&dev, &a.seq_lens, "seq_lens"))) return st;
+  if (a.has_gather_lens && (st = devsel_add(&dev, &a.gather_lens, "gather_lens"))) return st;
+  if ((st = devsel_add(&dev, &a.block_table, "block_table"))) return st;
+  if ((st = devsel_backend(&dev))) return st;
+
+  run_opts o = run_opts_of(opt);
+  skiplog log;
+  skiplog_init(&log);
+  if ((st = cpu_gather(&a, &o, &log))) return st;
+  return skiplog_finish(&log, &o, 0);
+}
+
+int32_t dsv4kv_gather_num_workers(int64_t max_gather_len) {
+  if (max_gather_len < 0) return 128;
+  int64_t w = max_gather_len / 8 + (max_gather_len % 8 != 0);
+  return (int32_t)(w < 128 ? 128 : w > 8192 ? 8192 : w);
+}

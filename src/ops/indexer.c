@@ -1,0 +1,57 @@
+/* indexer_k_norm_rope_store: checks and dispatch (SPEC §6). */
+#include <math.h>
+
+#include "backend.h"
+#include "formats/records.h"
+
+dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTensor *positions,
+                                               const DLTensor *cos_sin_cache,
+                                               const DLTensor *rms_norm_weight, float eps,
+                                               const DLTensor *k_cache,
+                                               const dsv4kv_cache_desc *cache,
+                                               const DLTensor *kv_slot_mapping,
+                                               int32_t compress_ratio,
+                                               const dsv4kv_options *opt) {
+  indexer_args a = {0};
+  tview cache_tv;
+  dsv4kv_status st;
+  const unsigned idx_records = 1u << DSV4KV_RECORD_INDEXER_FP8 | 1u << DSV4KV_RECORD_INDEXER_MXFP4;
+  if ((st = tview_make(&a.k_pre, k_pre, "k_pre", DT_BF16, 2))) return st;
+  if ((st = tview_dim_eq(&a.k_pre, "k_pre", 1, INDEXER_DIM))) return st;
+  if ((st = tview_last_contiguous(&a.k_pre, "k_pre"))) return st;
+  if ((st = tview_make(&a.slots, kv_slot_mapping, "kv_slot_mapping", DT_I64, 1))) return st;
+  a.T = a.slots.shape[0];
+  if (a.T > a.k_pre.shape[0])
+    return dsv4kv_fail(DSV4KV_ERR_SHAPE, "kv_slot_mapping has %lld entries but k_pre has only %lld rows",
+                       (long long)a.T, (long long)a.k_pre.shape[0]);
+  if ((st = tview_make(&a.positions, positions, "positions", DT_I64, 1))) return st;
+  if ((st = tview_dim_ge(&a.positions, "positions", 0, a.T))) return st;
+  if ((st = tview_make_f32_or_bf16(&a.cos_sin, cos_sin_cache, "cos_sin_cache", 2, &a.cos_sin_dt))) return st;
+  if ((st = tview_dim_eq(&a.cos_sin, "cos_sin_cache", 1, INDEXER_DIM - INDEXER_ROPE_FROM))) return st;
+  if ((st = tview_last_contiguous(&a.cos_sin, "cos_sin_cache"))) return st;
+  if ((st = tview_make_f32_or_bf16(&a.weight, rms_norm_weight, "rms_norm_weight", 1, &a.weight_dt))) return st;
+  if ((st = tview_dim_eq(&a.weight, "rms_norm_weight", 0, INDEXER_DIM))) return st;
+  if (!(eps >= 0.0f) || isinf(eps))
+    return dsv4kv_fail(DSV4KV_ERR_VALUE, "eps = %g; must be finite and >= 0", (double)eps);
+  a.eps = eps;
+  if (compress_ratio < 1)
+    return dsv4kv_fail(DSV4KV_ERR_VALUE, "compress_ratio = %d; must be >= 1", compress_ratio);
+  a.compress_ratio = compress_ratio;
+  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, idx_records))) return st;
+
+  devsel dev = {0};
+  if ((st = devsel_add(&dev, &a.k_pre, "k_pre"))) return st;
+  if ((st = devsel_add(&dev, &a.positions, "positions"))) return st;
+  if ((st = devsel_add(&dev, &a.cos_sin, "cos_sin_cache"))) return st;
+  if ((st = devsel_add(&dev, &a.weight, "rms_norm_weight"))) return st;
+  if ((st = devsel_add(&dev, &cache_tv, "k_cache"))) return st;
+  if ((st = devsel_add(&dev, &a.slots, "kv_slot_mapping"))) return st;
+  if ((st = devsel_backend(&dev))) return st;
+
+  run_opts o = run_opts_of(opt);
+  skiplog log;
+  skiplog_init(&log);
+  int64_t nonfinite = 0;
+  if ((st = cpu_indexer_store(&a, &o, &log, &nonfinite))) return st;
+  return skiplog_finish(&log, &o, nonfinite);
+}

@@ -1,0 +1,154 @@
+/* DLTensor checks and strided views. */
+#include <stdio.h>
+
+#include "internal.h"
+
+static const char *dt_name(dt_kind dt) {
+  switch (dt) {
+    case DT_BF16: return "bfloat16";
+    case DT_F32: return "float32";
+    case DT_I32: return "int32";
+    case DT_I64: return "int64";
+    case DT_U8: return "uint8";
+    case DT_BOOL: return "bool";
+  }
+  return "?";
+}
+
+static int dtype_is(DLDataType t, dt_kind dt) {
+  if (t.lanes != 1) return 0;
+  switch (dt) {
+    case DT_BF16: return t.code == kDLBfloat && t.bits == 16;
+    case DT_F32: return t.code == kDLFloat && t.bits == 32;
+    case DT_I32: return t.code == kDLInt && t.bits == 32;
+    case DT_I64: return t.code == kDLInt && t.bits == 64;
+    case DT_U8: return t.code == kDLUInt && t.bits == 8;
+    case DT_BOOL: return (t.code == DSV4KV_DL_BOOL || t.code == kDLUInt) && t.bits == 8;
+  }
+  return 0;
+}
+
+static int dt_bytes(dt_kind dt) {
+  switch (dt) {
+    case DT_BF16: return 2;
+    case DT_F32: return 4;
+    case DT_I32: return 4;
+    case DT_I64: return 8;
+    case DT_U8: return 1;
+    case DT_BOOL: return 1;
+  }
+  return 1;
+}
+
+static dsv4kv_status fill_view(tview *v, const DLTensor *t, const char *name, dt_kind dt, int ndim) {
+  if (t->ndim != ndim)
+    return dsv4kv_fail(DSV4KV_ERR_RANK, "%s has %d dimensions; expected %d", name, t->ndim, ndim);
+  if (ndim > 0 && !t->shape) return dsv4kv_fail(DSV4KV_ERR_NULL, "%s.shape is NULL", name);
+  v->ndim = ndim;
+  v->elem_bytes = dt_bytes(dt);
+  v->device = t->device.device_type;
+  v->device_id = t->device.device_id;
+  int64_t numel = 1;
+  for (int d = 0; d < ndim; d++) {
+    if (t->shape[d] < 0)
+      return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s.shape[%d] = %lld is negative", name, d,
+                         (long long)t->shape[d]);
+    v->shape[d] = t->shape[d];
+    if (t->shape[d] != 0 && numel > INT64_MAX / t->shape[d])
+      return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s has more elements than int64 can count", name);
+    numel *= t->shape[d];
+  }
+  /* Compact row-major strides when none are given. */
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    v->stride[d] = t->strides ? t->strides[d] : s;
+    s *= v->shape[d] > 0 ? v->shape[d] : 1;
+  }
+  /* The byte span of the tensor must fit in int64 so index arithmetic
+   * (i * stride * elem) can never overflow. */
+  int64_t span = 0;
+  for (int d = 0; d < ndim; d++) {
+    if (v->stride[d] < 0)
+      return dsv4kv_fail(DSV4KV_ERR_STRIDE, "%s.strides[%d] = %lld is negative; not supported",
+                         name, d, (long long)v->stride[d]);
+    if (v->shape[d] == 0) continue;
+    int64_t ext = v->shape[d] - 1;
+    if (ext != 0 && v->stride[d] > (INT64_MAX / 16) / ext)
+      return dsv4kv_fail(DSV4KV_ERR_STRIDE, "%s.strides[%d] = %lld overflows the address space",
+                         name, d, (long long)v->stride[d]);
+    span += ext * v->stride[d];
+    if (span > INT64_MAX / 16)
+      return dsv4kv_fail(DSV4KV_ERR_STRIDE, "%s spans more bytes than int64 can address", name);
+  }
+  if (numel > 0 && !t->data) return dsv4kv_fail(DSV4KV_ERR_NULL, "%s.data is NULL", name);
+  v->data = t->data ? (uint8_t *)t->data + t->byte_offset : NULL;
+  return DSV4KV_OK;
+}
+
+dsv4kv_status tview_make(tview *v, const DLTensor *t, const char *name, dt_kind dt, int ndim) {
+  if (!t) return dsv4kv_fail(DSV4KV_ERR_NULL, "%s is NULL", name);
+  if (!dtype_is(t->dtype, dt))
+    return dsv4kv_fail(DSV4KV_ERR_DTYPE, "%s has dtype (code %u, %u bits, %u lanes); expected %s",
+                       name, t->dtype.code, t->dtype.bits, t->dtype.lanes, dt_name(dt));
+  return fill_view(v, t, name, dt, ndim);
+}
+
+dsv4kv_status tview_make_f32_or_bf16(tview *v, const DLTensor *t, const char *name, int ndim,
+                                     dt_kind *dt_out) {
+  if (!t) return dsv4kv_fail(DSV4KV_ERR_NULL, "%s is NULL", name);
+  dt_kind dt;
+  if (dtype_is(t->dtype, DT_F32))
+    dt = DT_F32;
+  else if (dtype_is(t->dtype, DT_BF16))
+    dt = DT_BF16;
+  else
+    return dsv4kv_fail(DSV4KV_ERR_DTYPE,
+                       "%s has dtype (code %u, %u bits, %u lanes); expected float32 or bfloat16",
+                       name, t->dtype.code, t->dtype.bits, t->dtype.lanes);
+  *dt_out = dt;
+  return fill_view(v, t, name, dt, ndim);
+}
+
+dsv4kv_status tview_dim_eq(const tview *v, const char *name, int d, int64_t n) {
+  if (v->shape[d] != n)
+    return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s.shape[%d] = %lld; expected %lld", name, d,
+                       (long long)v->shape[d], (long long)n);
+  return DSV4KV_OK;
+}
+
+dsv4kv_status tview_dim_ge(const tview *v, const char *name, int d, int64_t n) {
+  if (v->shape[d] < n)
+    return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s.shape[%d] = %lld; expected at least %lld", name, d,
+                       (long long)v->shape[d], (long long)n);
+  return DSV4KV_OK;
+}
+
+dsv4kv_status tview_last_contiguous(const tview *v, const char *name) {
+  int d = v->ndim - 1;
+  if (v->shape[d] > 1 && v->stride[d] != 1)
+    return dsv4kv_fail(DSV4KV_ERR_STRIDE, "%s.strides[%d] = %lld; the last dimension must be contiguous",
+                       name, d, (long long)v->stride[d]);
+  return DSV4KV_OK;
+}
+
+dsv4kv_status devsel_add(devsel *d, const tview *v, const char *name) {
+  if (!d->set) {
+    d->type = v->device;
+    d->id = v->device_id;
+    d->set = 1;
+    return DSV4KV_OK;
+  }
+  if (v->device != d->type || v->device_id != d->id)
+    return dsv4kv_fail(DSV4KV_ERR_DEVICE, "%s is on device (%d, %d) but an earlier tensor is on (%d, %d)",
+                       name, (int)v->device, v->device_id, (int)d->type, d->id);
+  return DSV4KV_OK;
+}
+
+dsv4kv_status devsel_backend(const devsel *d) {
+  if (!d->set || d->type == kDLCPU) return DSV4KV_OK;
+  if (d->type == kDLCUDA || d->type == kDLCUDAManaged || d->type == kDLCUDAHost)
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
+                       "the tensors are on CUDA device %d but this build has no CUDA backend", d->id);
+  return dsv4kv_fail(DSV4KV_ERR_DEVICE, "device type %d is not supported (CPU only in this build)",
+                     (int)d->type);
+}

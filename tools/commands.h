@@ -1,0 +1,9 @@
+/* Subcommands of the dsv4kv CLI: each takes the arguments after its name
+ * (argv[0] is the subcommand) and returns the process exit status. */
+#ifndef DSV4KV_TOOLS_COMMANDS_H
+#define DSV4KV_TOOLS_COMMANDS_H
+
+int cmd_verify(int argc, char **argv); /* tools/verify.c */
+int cmd_run(int argc, char **argv);    /* tools/run.c    */
+
+#endif

@@ -1,0 +1,39 @@
+/* dsv4kv: the command-line front end.  Dispatches to one subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "dsv4kv.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: dsv4kv <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  run      replay a serving workload through the K caches and report\n"
+          "  verify   check the library against golden safetensors files\n"
+          "  version  print the library version\n"
+          "\n"
+          "'dsv4kv <command> --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("dsv4kv %d.%d.%d\n", DSV4KV_VERSION_MAJOR, DSV4KV_VERSION_MINOR, DSV4KV_VERSION_PATCH);
+    return 0;
+  }
+  if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
+  if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+  fprintf(stderr, "dsv4kv: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 2;
+}
