@@ -1,0 +1,34 @@
+# Tests of the dsv4kv CLI (the verify command and its safetensors reader).
+# Included from tools/CMakeLists.txt; sources live in tests/cli/ so that the
+# tests/test_*.c glob of the library's cmocka suite does not pick them up.
+set(DSV4KV_CLI_TEST_DIR ${PROJECT_SOURCE_DIR}/tests/cli)
+
+# verify_golden: the whole golden set must pass.  The golden directory is
+# $DSV4KV_GOLDEN at test time, else ../shared/golden beside the checkout; with
+# neither the wrapper exits 77 and ctest reports the test as skipped.
+add_test(NAME verify_golden
+  COMMAND sh ${DSV4KV_CLI_TEST_DIR}/verify_golden.sh $<TARGET_FILE:dsv4kv_cli>
+          ${PROJECT_SOURCE_DIR}/../shared/golden)
+set_tests_properties(verify_golden PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+if(DSV4KV_BUILD_TESTS)
+  find_package(cmocka REQUIRED)
+
+  # The reader on its own: malformed files rejected cleanly, one round trip.
+  add_executable(cli_test_safetensors
+    ${DSV4KV_CLI_TEST_DIR}/test_safetensors.c
+    ${DSV4KV_CLI_TEST_DIR}/st_write.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/safetensors.c)
+  target_include_directories(cli_test_safetensors PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+    ${DSV4KV_CLI_TEST_DIR})
+  target_link_libraries(cli_test_safetensors PRIVATE dsv4kv cjson cmocka)
+  add_test(NAME cli_safetensors COMMAND cli_test_safetensors)
+
+  # The command as a user runs it: exit codes, PASS/FAIL lines, summary.
+  add_executable(cli_test_verify
+    ${DSV4KV_CLI_TEST_DIR}/test_verify_cli.c
+    ${DSV4KV_CLI_TEST_DIR}/st_write.c)
+  target_include_directories(cli_test_verify PRIVATE ${DSV4KV_CLI_TEST_DIR})
+  target_link_libraries(cli_test_verify PRIVATE cmocka)
+  add_test(NAME cli_verify COMMAND cli_test_verify $<TARGET_FILE:dsv4kv_cli>)
+endif()
