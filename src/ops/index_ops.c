@@ -72,7 +72,7 @@ static dsv4kv_status combine_check(combine_args *a, const DLTensor *topk_indices
     return dsv4kv_fail(DSV4KV_ERR_VALUE, "compress_ratio = %d; must be >= 0 (0 = SWA-only)", compress_ratio);
   if (topk < 0) return dsv4kv_fail(DSV4KV_ERR_VALUE, "topk = %d; must be >= 0", topk);
   if (topk > a->topk.shape[1])
-    return dsv4kv_fail(DSV4KV_ERR_SHAPE, "topk = %d exceeds topk_indices' width %lld", topk,
+    return dsv4kv_fail(DSV4KV_ERR_VALUE, "topk = %d exceeds topk_indices' width %lld", topk,
                        (long long)a->topk.shape[1]);
   if (M < 0 || N < 0)
     return dsv4kv_fail(DSV4KV_ERR_VALUE, "M = %d, N = %d; both must be >= 0", M, N);
