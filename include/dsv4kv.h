@@ -268,7 +268,7 @@ DSV4KV_API dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
 
 /* combine_topk_swa_indices (SPEC §5.2).
  *
- *   topk_indices     int32 [T, W], W >= topk
+ *   topk_indices     int32 [T, W], W >= topk (else DSV4KV_ERR_VALUE)
  *   query_start_loc  int32 [R + 1] (rebased on its first entry)
  *   seq_lens         int32 [R]
  *   gather_lens      int32 [R]
@@ -311,7 +311,7 @@ typedef struct {
   const DLTensor *decode_swa_indices;          /* int32 [D, S], S >= window_size    */
   const DLTensor *decode_compressed_indices;   /* int32 [D, Dk] or NULL              */
   const DLTensor *decode_compressed_topk_lens; /* int32 [>= D] or NULL (global mode) */
-  const DLTensor *decode_is_valid_token;       /* bool [>= D] or NULL (local mode)   */
+  const DLTensor *decode_is_valid_token;       /* bool [>= D]; NULL = all valid    */
   int decode_compressed_indices_are_local;     /* 1: local positions, map them       */
   const DLTensor *prefill_topk_indices;        /* int32 [P, Wp]                      */
   const DLTensor *query_start_loc;             /* int32 [R + 1] (not rebased)        */
@@ -335,8 +335,10 @@ typedef struct {
  *   sparse_lens     int32 [D + P]
  *
  * Every element of both outputs is written.  Skipped and counted, written as
- * -1: a lookup whose request id, page number (position / block size) or
- * token index is outside its tensor. */
+ * -1: a lookup whose request id or page number (position / block size) is
+ * outside its block table.  A skipped local decode lookup does not count
+ * toward that token's length; a prefill token whose request id is outside
+ * [0, R) gets a row of -1 and length 0. */
 DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinfer_args *args,
                                                            const DLTensor *sparse_indices,
                                                            const DLTensor *sparse_lens,
