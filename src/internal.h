@@ -101,6 +101,11 @@ typedef struct {
   int num_threads;
 } run_opts;
 run_opts run_opts_of(const dsv4kv_options *opt);
+/* Threads for a parallel region over `items` units of about equal cost: one
+ * thread per `grain` items at most, so a small call stays on the calling
+ * thread (waking a team costs more than it saves, and on a loaded machine
+ * far more). */
+int threads_for(const run_opts *o, int64_t items, int64_t grain);
 
 #endif
 

@@ -52,6 +52,12 @@ run_opts run_opts_of(const dsv4kv_options *opt) {
   return o;
 }
 
+int threads_for(const run_opts *o, int64_t items, int64_t grain) {
+  int64_t n = items / grain;
+  if (n < 1) n = 1;
+  return n < o->num_threads ? (int)n : o->num_threads;
+}
+
 void skiplog_init(skiplog *s) {
   s->count = 0;
   s->first_key = INT64_MAX;

@@ -72,7 +72,8 @@ dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log) 
   }
   const int64_t total = first[a->R];
 
-#pragma omp parallel num_threads(o->num_threads)
+  const int nt = threads_for(o, total, 64);
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     int64_t r = 0;
 #pragma omp for schedule(static)

@@ -16,7 +16,8 @@ static inline int32_t remap(int64_t v, int64_t bs, int64_t span) {
 /* ---- §5.1 ---------------------------------------------------------------- */
 dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skiplog *log) {
   const int64_t bs = a->block_size;
-#pragma omp parallel for schedule(static) num_threads(o->num_threads)
+  const int nt = threads_for(o, a->T * (a->K / 256 + 1), 64);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->T; t++) {
     int64_t req = tv_i32_1(&a->req, t);
     int req_ok = req >= 0 && req < a->R;
@@ -47,7 +48,8 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skip
 /* ---- §5.2 ---------------------------------------------------------------- */
 dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log) {
   const int64_t base = tv_i32_1(&a->qsl, 0);
-#pragma omp parallel num_threads(o->num_threads)
+  const int nt = threads_for(o, a->T * ((a->topk_n + a->window_size) / 256 + 1), 64);
+#pragma omp parallel num_threads(nt) if (nt > 1)
   for (int64_t r = 0; r < a->R; r++) {
     /* Requests in order, tokens of one request in parallel: overlapping query
      * ranges (malformed input) still give the sequential result. */
@@ -156,7 +158,8 @@ static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, skiplog 
 }
 
 dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const run_opts *o, skiplog *log) {
-#pragma omp parallel for schedule(static) num_threads(o->num_threads)
+  const int nt = threads_for(o, (a->D + a->P) * ((a->S + a->K4) / 256 + 1), 64);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->D + a->P; t++) {
     if (t < a->D)
       flashinfer_decode_row(a, t, log);

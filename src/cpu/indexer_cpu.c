@@ -123,11 +123,12 @@ dsv4kv_status cpu_indexer_store(const indexer_args *a, const run_opts *o, skiplo
   const int64_t cs_rows = a->cos_sin.shape[0];
   const int64_t cr = a->compress_ratio;
   int oom = 0;
-  uint8_t *losers = o->num_threads > 1 ? duplicate_slot_losers(&a->slots, a->T, &a->positions, cr, cs_rows, &oom) : NULL;
+  const int nt = threads_for(o, a->T, 128);
+  uint8_t *losers = nt > 1 ? duplicate_slot_losers(&a->slots, a->T, &a->positions, cr, cs_rows, &oom) : NULL;
   if (oom) return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory checking kv_slot_mapping for duplicates");
   int64_t nonfinite = 0;
 
-#pragma omp parallel for schedule(static) num_threads(o->num_threads) reduction(+ : nonfinite)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1) reduction(+ : nonfinite)
   for (int64_t t = 0; t < a->T; t++) {
     const int64_t slot = tv_i64_1(&a->slots, t);
     if (slot == -1) continue;

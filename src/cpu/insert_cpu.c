@@ -12,11 +12,12 @@ dsv4kv_status cpu_quantize_insert(const insert_args *a, const run_opts *o, skipl
   const int64_t bs = c->block_size;
   const int64_t num_slots = c->num_pages * bs; /* <= 2^63 / stride, no overflow */
   int oom = 0;
-  uint8_t *losers = o->num_threads > 1 ? duplicate_slot_losers(&a->slots, a->T, NULL, 1, 0, &oom) : NULL;
+  const int nt = threads_for(o, a->T, 64);
+  uint8_t *losers = nt > 1 ? duplicate_slot_losers(&a->slots, a->T, NULL, 1, 0, &oom) : NULL;
   if (oom) return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory checking slot_mapping for duplicates");
   int64_t nonfinite = 0;
 
-#pragma omp parallel for schedule(static) num_threads(o->num_threads) reduction(+ : nonfinite)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1) reduction(+ : nonfinite)
   for (int64_t t = 0; t < a->T; t++) {
     int64_t slot = tv_i64_1(&a->slots, t);
     if (slot == -1) continue;

@@ -1,0 +1,28 @@
+/* Progress display: a bar on a terminal, plain periodic lines otherwise. */
+#ifndef DSV4KV_SIM_PROGRESS_H
+#define DSV4KV_SIM_PROGRESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum {
+  SIM_PROGRESS_OFF = 0,
+  SIM_PROGRESS_BAR = 1,
+  SIM_PROGRESS_LINES = 2
+} sim_progress_mode;
+
+typedef struct {
+  FILE *f;
+  sim_progress_mode mode;
+  int64_t total;
+  double t_start, t_last;
+  int last_decile;
+  int drawn;
+} sim_progress;
+
+void sim_progress_start(sim_progress *p, FILE *f, sim_progress_mode mode, int64_t total);
+void sim_progress_update(sim_progress *p, int64_t done, int64_t steps, int64_t tokens,
+                         int32_t running, int64_t queued);
+void sim_progress_end(sim_progress *p);
+
+#endif

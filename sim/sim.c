@@ -1,0 +1,341 @@
+/* sim_run: load the workload, size and allocate the caches, run the steps,
+ * report.  See sched.c (batching), step.c (library calls), check.c
+ * (verification), report.c (output). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "progress.h"
+#include "rng.h"
+#include "trace.h"
+
+/* Pool size when --num-blocks is not given: twice the largest request, and at
+ * least this many tokens, but no more than the whole workload. */
+#define SIM_AUTO_POOL_MIN_TOKENS 65536
+/* Rows of each key table (power of two). */
+#define SIM_KEY_TABLE_ROWS 1024
+#define SIM_RMS_EPS 1e-6f
+
+void sim_config_defaults(sim_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->model = sim_model_default();
+  cfg->format = DSV4KV_RECORD_V4;
+  cfg->indexer_format = DSV4KV_RECORD_INDEXER_FP8;
+  cfg->block_size = SIM_DEFAULT_BLOCK_SIZE;
+  cfg->max_batched_tokens = SIM_DEFAULT_MAX_BATCHED_TOKENS;
+  cfg->max_num_seqs = SIM_DEFAULT_MAX_NUM_SEQS;
+  cfg->seed = SIM_DEFAULT_SEED;
+  cfg->threads = 1;
+  cfg->progress = -1;
+}
+
+const char *sim_record_name(dsv4kv_record r) {
+  switch (r) {
+    case DSV4KV_RECORD_V4: return "v4";
+    case DSV4KV_RECORD_MXFP8: return "mxfp8";
+    case DSV4KV_RECORD_NVFP4: return "nvfp4";
+    case DSV4KV_RECORD_INDEXER_FP8: return "indexer-fp8";
+    case DSV4KV_RECORD_INDEXER_MXFP4: return "indexer-mxfp4";
+    default: return "?";
+  }
+}
+
+/* --device cuda: ask the library with an empty insert on a CUDA tensor.  No
+ * element is addressed (T = 0), so a backend that exists touches nothing. */
+static int probe_cuda(void) {
+  static uint16_t k_dummy[512];
+  static uint8_t cache_dummy[64 * 584];
+  static int64_t slot_dummy[1];
+  sim_tensor tk, tc, ts;
+  const DLTensor *k = sim_t2(&tk, k_dummy, sim_dt_bf16, 0, 512);
+  const DLTensor *kc = sim_t2(&tc, cache_dummy, sim_dt_u8, 1, 64 * 584);
+  const DLTensor *sl = sim_t1(&ts, slot_dummy, sim_dt_i64, 0);
+  tk.t.device.device_type = tc.t.device.device_type = ts.t.device.device_type = kDLCUDA;
+  dsv4kv_cache_desc d = {DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0};
+  dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(k, kc, &d, sl, NULL);
+  if (st == DSV4KV_ERR_BACKEND_NOT_BUILT) {
+    fprintf(stderr,
+            "dsv4kv run: --device cuda: this build of libdsv4kv has no CUDA backend (%s: %s).\n"
+            "Rebuild the library with its CUDA backend, or run with --device cpu.\n",
+            dsv4kv_status_string(st), dsv4kv_last_error());
+  } else {
+    fprintf(stderr,
+            "dsv4kv run: --device cuda: the library answered %s%s%s, but the simulator does not "
+            "manage CUDA memory yet; run with --device cpu.\n",
+            dsv4kv_status_string(st), st == DSV4KV_OK ? "" : ": ",
+            st == DSV4KV_OK ? "" : dsv4kv_last_error());
+  }
+  return SIM_EXIT_CANNOT_RUN;
+}
+
+static int load_workload(sim_ctx *c) {
+  char err[1024];
+  if (c->cfg.trace_path) {
+    int rc = sim_trace_load(c->cfg.trace_path, c->cfg.max_requests, c->cfg.skip_bad,
+                            c->cfg.quiet ? NULL : stderr, &c->work, err, sizeof err);
+    if (rc) {
+      fprintf(stderr, "dsv4kv run: %s\n", err);
+      if (rc == -2)
+        fprintf(stderr, "dsv4kv run: use --skip-bad to skip malformed lines and go on\n");
+      return -1;
+    }
+    return 0;
+  }
+  int64_t n = c->cfg.max_requests > 0 ? c->cfg.max_requests : SIM_DEFAULT_REQUESTS;
+  if (sim_workload_synthetic(&c->work, n, c->cfg.seed)) {
+    fprintf(stderr, "dsv4kv run: out of memory synthesising %lld requests\n", (long long)n);
+    return -1;
+  }
+  return 0;
+}
+
+/* Checks the pool against the largest request and picks its size. */
+static int size_pool(sim_ctx *c) {
+  int32_t bs = c->bs;
+  int64_t max_pages = 0, total_pages = 0, worst = 0;
+  for (int64_t i = 0; i < c->work.n; i++) {
+    int64_t n = sim_sched_pages_needed(&c->work.reqs[i], bs);
+    total_pages += n;
+    if (n > max_pages) {
+      max_pages = n;
+      worst = i;
+    }
+  }
+  if (c->cfg.num_blocks > 0) {
+    if (max_pages > c->cfg.num_blocks) {
+      const sim_request_spec *r = &c->work.reqs[worst];
+      char at[640] = "";
+      if (r->line > 0)
+        snprintf(at, sizeof at, " (%s line %lld)", c->work.name, (long long)r->line);
+      fprintf(stderr,
+              "dsv4kv run: the page pool is too small for one request: request %lld%s needs %lld "
+              "pages of %d tokens (%d prompt + %d output tokens) but --num-blocks is %d.\n"
+              "Raise --num-blocks to at least %lld (or --block-size), or leave the request out.\n",
+              (long long)worst, at, (long long)max_pages, bs, r->input_len, r->output_len,
+              c->cfg.num_blocks, (long long)max_pages);
+      return -1;
+    }
+    c->num_pages = c->cfg.num_blocks;
+    return 0;
+  }
+  int64_t n = 2 * max_pages, floor_pages = (SIM_AUTO_POOL_MIN_TOKENS + bs - 1) / bs;
+  if (n < floor_pages)
+    n = floor_pages;
+  if (n > total_pages)
+    n = total_pages;
+  if (n < max_pages)
+    n = max_pages;
+  if (n > INT32_MAX / 2)
+    n = INT32_MAX / 2;
+  c->num_pages = (int32_t)n;
+  return 0;
+}
+
+static void *alloc_cache(int64_t pages, int64_t page_bytes, int64_t *total) {
+  *total += pages * page_bytes;
+  if (page_bytes == 0)
+    return NULL;
+  return calloc((size_t)pages, (size_t)page_bytes);
+}
+
+static int log2_exact(int32_t n) {
+  if (n <= 0 || (n & (n - 1)))
+    return -1;
+  int s = 0;
+  while ((1 << s) < n)
+    s++;
+  return s;
+}
+
+static int setup_caches(sim_ctx *c) {
+  int64_t total = 0;
+  c->bs_shift = log2_exact(c->bs);
+  const sim_model *m = c->model;
+  c->nkinds = m->num_kinds;
+  for (int i = 0; i < m->num_kinds; i++) {
+    sim_kind_state *ks = &c->kinds[i];
+    ks->k = &m->kinds[i];
+    ks->ratio = ks->k->compress_ratio;
+    ks->cbs = ks->ratio ? c->bs / ks->ratio : 0;
+    ks->cbs_shift = log2_exact(ks->cbs);
+    ks->swa_desc = (dsv4kv_cache_desc){DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, c->bs, 0, 0};
+    ks->swa_page_bytes = (int64_t)c->bs * dsv4kv_record_bytes(DSV4KV_RECORD_V4);
+    ks->swa = alloc_cache(c->num_pages, ks->swa_page_bytes, &total);
+    if (!ks->swa)
+      goto oom;
+    if (ks->ratio) {
+      ks->comp_desc = (dsv4kv_cache_desc){c->cfg.format, DSV4KV_FP8_OCP, ks->cbs, 0, 0};
+      ks->comp_page_bytes = (int64_t)ks->cbs * dsv4kv_record_bytes(c->cfg.format);
+      ks->comp = alloc_cache(c->num_pages, ks->comp_page_bytes, &total);
+      if (!ks->comp)
+        goto oom;
+    }
+    if (ks->k->has_indexer) {
+      ks->idx_desc = (dsv4kv_cache_desc){c->cfg.indexer_format, DSV4KV_FP8_OCP, ks->cbs, 0, 0};
+      ks->idx_page_bytes = (int64_t)ks->cbs * dsv4kv_record_bytes(c->cfg.indexer_format);
+      ks->idx = alloc_cache(c->num_pages, ks->idx_page_bytes, &total);
+      if (!ks->idx)
+        goto oom;
+    }
+    uint64_t s = c->cfg.seed;
+    if (sim_keytable_init(&ks->tok_keys, SIM_KEY_TABLE_ROWS, 512, s, 0x100u + (uint64_t)i) ||
+        sim_keytable_init(&ks->comp_keys, SIM_KEY_TABLE_ROWS, 512, s, 0x200u + (uint64_t)i) ||
+        sim_keytable_init(&ks->idx_keys, SIM_KEY_TABLE_ROWS, 128, s, 0x300u + (uint64_t)i))
+      goto oom;
+  }
+  /* indexer RoPE table (theta^(-2j/64), 32 frequencies) and RMSNorm weight */
+  int64_t rows = 1;
+  for (int64_t i = 0; i < c->work.n; i++) {
+    int64_t n = (int64_t)c->work.reqs[i].input_len + c->work.reqs[i].output_len + 1;
+    if (n > rows)
+      rows = n;
+  }
+  c->cos_sin_rows = rows;
+  c->cos_sin = malloc((size_t)rows * 64 * sizeof(float));
+  if (!c->cos_sin)
+    goto oom;
+  for (int j = 0; j < 32; j++) {
+    double inv = pow((double)m->rope_theta, -2.0 * j / 64.0);
+    for (int64_t p = 0; p < rows; p++) {
+      c->cos_sin[p * 64 + j] = (float)cos((double)p * inv);
+      c->cos_sin[p * 64 + 32 + j] = (float)sin((double)p * inv);
+    }
+  }
+  sim_rng rng = sim_rng_make(sim_hash2(c->cfg.seed, 0x726d73u));
+  for (int d = 0; d < 128; d++)
+    c->rms_weight[d] = (float)(1.0 + 0.1 * sim_rng_normal(&rng));
+  c->rms_eps = SIM_RMS_EPS;
+  c->fp8_max = 448.0f;
+  return 0;
+oom:
+  fprintf(stderr,
+          "dsv4kv run: cannot allocate the caches (%.1f MiB for %d pages of %d tokens); lower "
+          "--num-blocks or --max-requests\n",
+          (double)total / (1 << 20), c->num_pages, c->bs);
+  return -1;
+}
+
+static void teardown(sim_ctx *c) {
+  for (int i = 0; i < SIM_MAX_KINDS; i++) {
+    sim_kind_state *ks = &c->kinds[i];
+    free(ks->swa);
+    free(ks->comp);
+    free(ks->idx);
+    sim_keytable_free(&ks->tok_keys);
+    sim_keytable_free(&ks->comp_keys);
+    sim_keytable_free(&ks->idx_keys);
+  }
+  free(c->cos_sin);
+  for (size_t i = 0; i < sizeof c->b_plan / sizeof c->b_plan[0]; i++)
+    sim_buf_free(&c->b_plan[i]);
+  for (size_t i = 0; i < sizeof c->b_scratch / sizeof c->b_scratch[0]; i++)
+    sim_buf_free(&c->b_scratch[i]);
+  sim_sched_free(&c->sched);
+  sim_pool_free(&c->pool);
+  sim_workload_free(&c->work);
+}
+
+static int check_config(const sim_config *cfg) {
+  const sim_model *m = cfg->model;
+  if (cfg->block_size <= 0) {
+    fprintf(stderr, "dsv4kv run: --block-size must be positive\n");
+    return -1;
+  }
+  for (int i = 0; i < m->num_kinds; i++) {
+    int32_t r = m->kinds[i].compress_ratio;
+    if (r > 0 && cfg->block_size % r != 0) {
+      fprintf(stderr,
+              "dsv4kv run: --block-size %d is not a multiple of compress ratio %d (%s layers): "
+              "a page must hold whole compressed entries (use a multiple of 128, e.g. 256)\n",
+              cfg->block_size, r, m->kinds[i].label);
+      return -1;
+    }
+  }
+  if (cfg->max_batched_tokens <= 0 || cfg->max_num_seqs <= 0) {
+    fprintf(stderr, "dsv4kv run: --max-batched-tokens and the sequence limit must be positive\n");
+    return -1;
+  }
+  return 0;
+}
+
+int sim_run(const sim_config *cfg) {
+  if (cfg->device_cuda)
+    return probe_cuda();
+  if (check_config(cfg))
+    return SIM_EXIT_CANNOT_RUN;
+  sim_ctx *c = calloc(1, sizeof *c);
+  if (!c) {
+    fprintf(stderr, "dsv4kv run: out of memory\n");
+    return SIM_EXIT_CANNOT_RUN;
+  }
+  c->cfg = *cfg;
+  c->model = cfg->model;
+  c->bs = cfg->block_size;
+  int rc = SIM_EXIT_CANNOT_RUN;
+  if (cfg->json_path && !(c->json_file = fopen(cfg->json_path, "w"))) {
+    fprintf(stderr, "dsv4kv run: cannot open the JSON report file %s: %s\n", cfg->json_path,
+            strerror(errno));
+    goto out;
+  }
+  if (load_workload(c) || size_pool(c) || setup_caches(c))
+    goto out;
+  if (sim_pool_init(&c->pool, c->num_pages) ||
+      sim_sched_init(&c->sched, &c->work, &c->pool, c->bs, cfg->max_batched_tokens,
+                     cfg->max_num_seqs)) {
+    fprintf(stderr, "dsv4kv run: out of memory\n");
+    goto out;
+  }
+
+  sim_progress_mode pm = SIM_PROGRESS_OFF;
+  if (!cfg->quiet)
+    pm = cfg->progress >= 0 ? (sim_progress_mode)cfg->progress
+                            : (isatty(fileno(stdout)) ? SIM_PROGRESS_BAR : SIM_PROGRESS_LINES);
+  sim_progress prog;
+  sim_progress_start(&prog, stdout, pm, c->work.n);
+  double t0 = sim_now();
+  sim_batch batch;
+  memset(&batch, 0, sizeof batch);
+  char err[512] = "";
+  const char *stop = NULL;
+  for (;;) {
+    int more = sim_sched_next(&c->sched, &batch, err, sizeof err);
+    if (more == 0)
+      break;
+    if (more < 0) {
+      stop = err;
+      break;
+    }
+    c->step = c->sched.steps;
+    if (sim_step_run(c, &batch)) {
+      stop = c->fatal_msg[0] ? c->fatal_msg : "a library call failed";
+      break;
+    }
+    sim_sched_commit(&c->sched, &batch);
+    sim_progress_update(&prog, c->sched.done, c->sched.steps,
+                        c->sched.prefill_tokens + c->sched.decode_tokens, c->sched.num_running,
+                        c->sched.qlen);
+  }
+  sim_batch_free(&batch);
+  c->wall_seconds = sim_now() - t0;
+  sim_progress_end(&prog);
+  int ok = !stop && !c->fatal && c->lib_skipped == 0 && sim_verdict_failures(&c->verdict) == 0 &&
+           c->sched.done == c->work.n;
+  if (stop)
+    fprintf(stderr, "dsv4kv run: stopped at step %lld: %s\n", (long long)c->step, stop);
+  int jrc = sim_report(c, ok, stop);
+  rc = ok ? SIM_EXIT_OK : SIM_EXIT_VERIFY_FAILED;
+  if (jrc && rc == SIM_EXIT_OK)
+    rc = SIM_EXIT_CANNOT_RUN;
+out:
+  if (c->json_file)
+    fclose(c->json_file);
+  teardown(c);
+  free(c);
+  return rc;
+}

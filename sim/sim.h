@@ -1,0 +1,54 @@
+/* dsv4kv_sim: replays a serving workload through the DeepSeek-V4 K caches.
+ *
+ * The public face of the simulator behind `dsv4kv run`.  It only talks to the
+ * kernels through include/dsv4kv.h. */
+#ifndef DSV4KV_SIM_H
+#define DSV4KV_SIM_H
+
+#include <stdint.h>
+
+#include "dsv4kv.h"
+#include "model.h"
+
+/* Exit statuses of sim_run (and of `dsv4kv run`). */
+#define SIM_EXIT_OK 0            /* ran, verification passed                      */
+#define SIM_EXIT_VERIFY_FAILED 1 /* ran (or stopped early), verification failed  */
+#define SIM_EXIT_CANNOT_RUN                       \
+  2 /* bad options, bad trace, pool too small, no \
+       backend for the device, out of memory        */
+
+#define SIM_DEFAULT_REQUESTS 200
+#define SIM_DEFAULT_BLOCK_SIZE 256
+#define SIM_DEFAULT_MAX_BATCHED_TOKENS 8192
+#define SIM_DEFAULT_MAX_NUM_SEQS 256
+#define SIM_DEFAULT_SEED 1
+
+typedef struct {
+  const char *trace_path; /* NULL: the embedded synthetic workload          */
+  int64_t max_requests;   /* first N requests (<= 0: all / default count)  */
+  const sim_model *model;
+  dsv4kv_record format;         /* compressed caches: V4, MXFP8 or NVFP4          */
+  dsv4kv_record indexer_format; /* INDEXER_FP8 or INDEXER_MXFP4                   */
+  int32_t block_size;           /* tokens per page                                */
+  int32_t num_blocks;           /* pages in the pool (0: sized for the workload)  */
+  int32_t max_batched_tokens;   /* token budget per step                          */
+  int32_t max_num_seqs;         /* running requests at most                       */
+  int device_cuda;              /* --device cuda                                  */
+  uint64_t seed;
+  const char *json_path; /* --json FILE or NULL                            */
+  int quiet;             /* no progress, one summary line                  */
+  int skip_bad;          /* skip malformed trace lines                     */
+  int threads;           /* library threads per call (default 1; 0: OpenMP's
+                            default for large calls, 1 for small ones)    */
+  int progress;          /* -1 auto (TTY: bar, else lines), 0 off, 1 bar, 2 lines */
+} sim_config;
+
+void sim_config_defaults(sim_config *cfg);
+
+/* Runs the workload and prints the report.  Returns a SIM_EXIT_* status. */
+int sim_run(const sim_config *cfg);
+
+/* Short names used on the command line and in reports. */
+const char *sim_record_name(dsv4kv_record r);
+
+#endif

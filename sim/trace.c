@@ -1,0 +1,453 @@
+/* Trace parsing: Mooncake JSONL and Azure LLM-inference CSV (auto-detected).
+ *
+ * Mooncake (kvcache-ai/Mooncake FAST25 traces), one JSON object per line:
+ *   {"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [...]}
+ *   with ceil(input_length / 512) hash ids, one per 512-token prompt block.
+ * Azure (Azure/AzurePublicDataset 2023), CSV with CRLF line endings:
+ *   TIMESTAMP,ContextTokens,GeneratedTokens
+ *   2023-11-16 18:15:46.6805900,374,44
+ *
+ * Every line is validated; nothing in a file can make the parser read outside
+ * its buffers or abort. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "trace.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+/* How many skipped lines are described one by one on the diagnostic stream. */
+#define SIM_TRACE_DIAG_LINES 5
+
+typedef struct {
+  const char *path;
+  int64_t lineno;
+  char why[256]; /* reason of the current line's rejection */
+} line_ctx;
+
+static void set_why(line_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->why, sizeof c->why, fmt, ap);
+  va_end(ap);
+}
+
+static int is_blank(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isspace((unsigned char)s[i]))
+      return 0;
+  return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Numbers                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* A JSON number that must be an integer in [lo, hi]. */
+static int json_int(line_ctx *c, const cJSON *obj, const char *key, int64_t lo, int64_t hi,
+                    int64_t *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!v) {
+    set_why(c, "\"%s\" is missing", key);
+    return -1;
+  }
+  if (!cJSON_IsNumber(v)) {
+    set_why(c, "\"%s\" is not a number", key);
+    return -1;
+  }
+  double d = v->valuedouble;
+  if (!isfinite(d) || d != floor(d) || d < (double)lo || d > (double)hi) {
+    set_why(c, "\"%s\" = %.17g is not an integer in [%lld, %lld]", key, d, (long long)lo,
+            (long long)hi);
+    return -1;
+  }
+  *out = (int64_t)d;
+  return 0;
+}
+
+/* A decimal integer field of a CSV row, in [lo, hi]. */
+static int text_int(line_ctx *c, const char *name, const char *s, size_t n, int64_t lo, int64_t hi,
+                    int64_t *out) {
+  char buf[32];
+  if (n == 0) {
+    set_why(c, "%s is empty", name);
+    return -1;
+  }
+  if (n >= sizeof buf) {
+    set_why(c, "%s is not an integer (%zu characters)", name, n);
+    return -1;
+  }
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isdigit((unsigned char)buf[i]) && !(i == 0 && (buf[i] == '-' || buf[i] == '+'))) {
+      set_why(c, "%s \"%s\" is not an integer", name, buf);
+      return -1;
+    }
+  errno = 0;
+  char *end = NULL;
+  long long v = strtoll(buf, &end, 10);
+  if (errno || end != buf + n || v < lo || v > hi) {
+    set_why(c, "%s %s is out of range [%lld, %lld]", name, buf, (long long)lo, (long long)hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+/* Reads exactly `n` digits at s[*i]. */
+static int digits(const char *s, size_t len, size_t *i, int n, int64_t *out) {
+  int64_t v = 0;
+  for (int k = 0; k < n; k++, (*i)++) {
+    if (*i >= len || !isdigit((unsigned char)s[*i]))
+      return -1;
+    v = v * 10 + (s[*i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* "YYYY-MM-DD HH:MM:SS[.fffffff]" (a 'T' separator is accepted) -> ms since epoch. */
+static int parse_timestamp(line_ctx *c, const char *s, size_t len, double *ms) {
+  size_t i = 0;
+  int64_t y, mo, d, h, mi, se;
+  if (digits(s, len, &i, 4, &y) || i >= len || s[i++] != '-' || digits(s, len, &i, 2, &mo) ||
+      i >= len || s[i++] != '-' || digits(s, len, &i, 2, &d) || i >= len ||
+      (s[i] != ' ' && s[i] != 'T') || (++i, digits(s, len, &i, 2, &h)) || i >= len ||
+      s[i++] != ':' || digits(s, len, &i, 2, &mi) || i >= len || s[i++] != ':' ||
+      digits(s, len, &i, 2, &se))
+    goto bad;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+    goto bad;
+  double frac = 0.0, unit = 0.1;
+  if (i < len && s[i] == '.') {
+    i++;
+    if (i >= len || !isdigit((unsigned char)s[i]))
+      goto bad;
+    for (; i < len && isdigit((unsigned char)s[i]); i++, unit *= 0.1)
+      frac += (s[i] - '0') * unit;
+  }
+  if (i != len)
+    goto bad;
+  *ms = ((double)days_from_civil(y, mo, d) * 86400.0 + (double)(h * 3600 + mi * 60 + se) + frac) *
+        1000.0;
+  return 0;
+bad:
+  set_why(c, "TIMESTAMP \"%.*s\" is not YYYY-MM-DD HH:MM:SS[.fraction]", (int)(len > 40 ? 40 : len),
+          s);
+  return -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Mooncake JSONL                                                           */
+/* ---------------------------------------------------------------------- */
+
+static int parse_mooncake(line_ctx *c, const char *line, size_t len, sim_request_spec *r,
+                          int64_t **ids_buf, size_t *ids_cap) {
+  const char *end = NULL;
+  cJSON *obj = cJSON_ParseWithLengthOpts(line, len, &end, 0);
+  if (!obj) {
+    size_t at = (end && end >= line && end <= line + len) ? (size_t)(end - line) : 0;
+    set_why(c, "not valid JSON (near column %zu)", at + 1);
+    return -1;
+  }
+  int rc = -1;
+  if (end && end >= line && end <= line + len && !is_blank(end, (size_t)(line + len - end))) {
+    set_why(c, "unexpected text after the JSON object (column %zu)", (size_t)(end - line) + 1);
+    goto out;
+  }
+  if (!cJSON_IsObject(obj)) {
+    set_why(c, "not a JSON object");
+    goto out;
+  }
+  const cJSON *ts = cJSON_GetObjectItemCaseSensitive(obj, "timestamp");
+  if (!ts) {
+    set_why(c, "\"timestamp\" is missing");
+    goto out;
+  }
+  if (!cJSON_IsNumber(ts) || !isfinite(ts->valuedouble) || fabs(ts->valuedouble) > 1e15) {
+    set_why(c, "\"timestamp\" is not a finite number of milliseconds");
+    goto out;
+  }
+  int64_t in, outl;
+  if (json_int(c, obj, "input_length", 1, SIM_MAX_REQUEST_TOKENS, &in))
+    goto out;
+  if (json_int(c, obj, "output_length", 0, SIM_MAX_REQUEST_TOKENS, &outl))
+    goto out;
+  r->arrival_ms = ts->valuedouble;
+  r->input_len = (int32_t)in;
+  r->output_len = (int32_t)outl;
+  r->num_hash = 0;
+  r->hash_ids = NULL;
+  const cJSON *ids = cJSON_GetObjectItemCaseSensitive(obj, "hash_ids");
+  if (ids) {
+    if (!cJSON_IsArray(ids)) {
+      set_why(c, "\"hash_ids\" is not an array");
+      goto out;
+    }
+    int64_t want = (in + SIM_HASH_BLOCK_TOKENS - 1) / SIM_HASH_BLOCK_TOKENS;
+    int64_t have = cJSON_GetArraySize(ids);
+    if (have != want) {
+      set_why(c, "\"hash_ids\" has %lld entries, expected ceil(input_length / %d) = %lld",
+              (long long)have, SIM_HASH_BLOCK_TOKENS, (long long)want);
+      goto out;
+    }
+    if ((size_t)have > *ids_cap) {
+      int64_t *p = realloc(*ids_buf, (size_t)have * sizeof *p);
+      if (!p) {
+        set_why(c, "out of memory");
+        goto out;
+      }
+      *ids_buf = p;
+      *ids_cap = (size_t)have;
+    }
+    int64_t k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ids) {
+      double d = cJSON_IsNumber(e) ? e->valuedouble : -1.0;
+      if (!cJSON_IsNumber(e) || !isfinite(d) || d != floor(d) || d < 0 || d > 9007199254740992.0) {
+        set_why(c, "\"hash_ids\"[%lld] is not a non-negative integer", (long long)k);
+        goto out;
+      }
+      (*ids_buf)[k++] = (int64_t)d;
+    }
+    r->num_hash = (int32_t)have;
+    r->hash_ids = *ids_buf;
+  }
+  rc = 0;
+out:
+  cJSON_Delete(obj);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Azure CSV                                                                */
+/* ---------------------------------------------------------------------- */
+
+#define CSV_MAX_FIELDS 64
+
+typedef struct {
+  int ncols;
+  int col_ts, col_ctx, col_gen;
+} csv_header;
+
+/* Splits a line at commas; trims blanks and one pair of surrounding quotes. */
+static int csv_split(const char *s, size_t len, const char **f, size_t *fl, int max) {
+  int n = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= len; i++) {
+    if (i == len || s[i] == ',') {
+      if (n == max)
+        return -1;
+      size_t a = start, b = i;
+      while (a < b && isspace((unsigned char)s[a]))
+        a++;
+      while (b > a && isspace((unsigned char)s[b - 1]))
+        b--;
+      if (b - a >= 2 && s[a] == '"' && s[b - 1] == '"')
+        a++, b--;
+      f[n] = s + a;
+      fl[n] = b - a;
+      n++;
+      start = i + 1;
+    }
+  }
+  return n;
+}
+
+static int field_is(const char *f, size_t n, const char *name) {
+  size_t m = strlen(name);
+  if (n != m)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (tolower((unsigned char)f[i]) != tolower((unsigned char)name[i]))
+      return 0;
+  return 1;
+}
+
+static int parse_csv_header(line_ctx *c, const char *line, size_t len, csv_header *h) {
+  const char *f[CSV_MAX_FIELDS];
+  size_t fl[CSV_MAX_FIELDS];
+  int n = csv_split(line, len, f, fl, CSV_MAX_FIELDS);
+  if (n < 0) {
+    set_why(c, "header has more than %d columns", CSV_MAX_FIELDS);
+    return -1;
+  }
+  h->ncols = n;
+  h->col_ts = h->col_ctx = h->col_gen = -1;
+  for (int i = 0; i < n; i++) {
+    if (field_is(f[i], fl[i], "TIMESTAMP"))
+      h->col_ts = i;
+    if (field_is(f[i], fl[i], "ContextTokens"))
+      h->col_ctx = i;
+    if (field_is(f[i], fl[i], "GeneratedTokens"))
+      h->col_gen = i;
+  }
+  if (h->col_ts < 0 || h->col_ctx < 0 || h->col_gen < 0) {
+    set_why(c,
+            "not a trace: a Mooncake JSONL line starts with '{', an Azure CSV header names "
+            "TIMESTAMP, ContextTokens and GeneratedTokens");
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_csv_row(line_ctx *c, const csv_header *h, const char *line, size_t len,
+                         sim_request_spec *r) {
+  const char *f[CSV_MAX_FIELDS];
+  size_t fl[CSV_MAX_FIELDS];
+  int n = csv_split(line, len, f, fl, CSV_MAX_FIELDS);
+  if (n != h->ncols) {
+    set_why(c, "%d fields, the header has %d", n < 0 ? CSV_MAX_FIELDS + 1 : n, h->ncols);
+    return -1;
+  }
+  int64_t ctx, gen;
+  if (parse_timestamp(c, f[h->col_ts], fl[h->col_ts], &r->arrival_ms))
+    return -1;
+  if (text_int(c, "ContextTokens", f[h->col_ctx], fl[h->col_ctx], 1, SIM_MAX_REQUEST_TOKENS, &ctx))
+    return -1;
+  if (text_int(c, "GeneratedTokens", f[h->col_gen], fl[h->col_gen], 0, SIM_MAX_REQUEST_TOKENS,
+               &gen))
+    return -1;
+  r->input_len = (int32_t)ctx;
+  r->output_len = (int32_t)gen;
+  r->num_hash = 0;
+  r->hash_ids = NULL;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Driver                                                                   */
+/* ---------------------------------------------------------------------- */
+
+int sim_trace_load(const char *path, int64_t max_requests, int skip_bad, FILE *diag,
+                   sim_workload *w, char *err, size_t errlen) {
+  memset(w, 0, sizeof *w);
+  snprintf(w->name, sizeof w->name, "%s", path);
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  line_ctx c = {path, 0, {0}};
+  char *line = NULL;
+  size_t cap = 0;
+  int64_t *ids = NULL;
+  size_t ids_cap = 0;
+  int format = 0; /* 0 unknown, 1 Mooncake, 2 Azure */
+  csv_header hdr = {0, -1, -1, -1};
+  int rc = 0;
+  for (;;) {
+    if (max_requests > 0 && w->n >= max_requests)
+      break;
+    errno = 0;
+    ssize_t got = getline(&line, &cap, fp);
+    if (got < 0) {
+      if (ferror(fp) || errno == ENOMEM) {
+        snprintf(err, errlen, "%s:%lld: cannot read: %s", path, (long long)c.lineno + 1,
+                 errno ? strerror(errno) : "read error");
+        rc = -1;
+      }
+      break;
+    }
+    c.lineno++;
+    size_t len = (size_t)got;
+    const char *s = line;
+    if (len && s[len - 1] == '\n')
+      len--;
+    if (len && s[len - 1] == '\r')
+      len--;
+    if (c.lineno == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3))
+      s += 3, len -= 3;
+    if (is_blank(s, len))
+      continue;
+    w->lines_read++;
+    c.why[0] = 0;
+    int bad = 0;
+    if (memchr(s, 0, len)) {
+      set_why(&c, "contains a NUL byte");
+      bad = 1;
+    }
+    if (!bad && format == 0) {
+      size_t i = 0;
+      while (i < len && isspace((unsigned char)s[i]))
+        i++;
+      if (s[i] == '{') {
+        format = 1;
+        w->source = SIM_SOURCE_MOONCAKE;
+      } else {
+        if (parse_csv_header(&c, s, len, &hdr)) {
+          snprintf(err, errlen, "%s:%lld: %s", path, (long long)c.lineno, c.why);
+          rc = -1;
+          break;
+        }
+        format = 2;
+        w->source = SIM_SOURCE_AZURE;
+        continue;
+      }
+    }
+    sim_request_spec r;
+    memset(&r, 0, sizeof r);
+    if (!bad) {
+      if (format == 1)
+        bad = parse_mooncake(&c, s, len, &r, &ids, &ids_cap) != 0;
+      else
+        bad = parse_csv_row(&c, &hdr, s, len, &r) != 0;
+    }
+    if (bad) {
+      const char *what = format == 1 ? "Mooncake JSONL" : format == 2 ? "Azure CSV" : "trace";
+      if (!skip_bad) {
+        snprintf(err, errlen, "%s:%lld: malformed %s line: %s", path, (long long)c.lineno, what,
+                 c.why);
+        rc = -2;
+        break;
+      }
+      w->skipped_lines++;
+      if (diag && w->skipped_lines <= SIM_TRACE_DIAG_LINES)
+        fprintf(diag, "%s:%lld: skipped malformed %s line: %s\n", path, (long long)c.lineno, what,
+                c.why);
+      continue;
+    }
+    r.line = c.lineno;
+    if (sim_workload_push(w, &r)) {
+      snprintf(err, errlen, "%s:%lld: out of memory", path, (long long)c.lineno);
+      rc = -1;
+      break;
+    }
+  }
+  free(line);
+  free(ids);
+  fclose(fp);
+  if (rc == 0 && format == 0) {
+    snprintf(err, errlen, "%s: empty file: no trace header or request lines", path);
+    rc = -1;
+  }
+  if (rc == 0 && w->n == 0) {
+    snprintf(err, errlen, "%s: no valid requests (%lld malformed line%s skipped)", path,
+             (long long)w->skipped_lines, w->skipped_lines == 1 ? "" : "s");
+    rc = -1;
+  }
+  if (rc) {
+    sim_workload_free(w);
+    return rc;
+  }
+  sim_workload_finish(w);
+  return 0;
+}

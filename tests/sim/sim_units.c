@@ -1,0 +1,261 @@
+/* Unit tests of the simulator's host-side modules (no kernels involved):
+ * the page pool, the scheduler's invariants on a tight pool with prefix
+ * sharing, and the trace parser on mutated input (it must never crash).
+ * Exit status 0 when every check holds; the first failure is printed. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pool.h"
+#include "rng.h"
+#include "sched.h"
+#include "trace.h"
+#include "workload.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      failures++;                                                              \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+
+/* ---------------------------------------------------------------------- */
+
+static void test_pool(void) {
+  sim_pool p;
+  CHECK(sim_pool_init(&p, 8) == 0, "init");
+  int32_t pages[8];
+  for (int i = 0; i < 8; i++) {
+    pages[i] = sim_pool_alloc(&p, i);
+    CHECK(pages[i] >= 0 && pages[i] < 8, "alloc %d gave %d", i, pages[i]);
+    for (int j = 0; j < i; j++)
+      CHECK(pages[j] != pages[i], "page %d handed out twice", pages[i]);
+  }
+  CHECK(sim_pool_alloc(&p, 8) == -1, "a ninth page from an 8-page pool");
+  CHECK(p.used == 8 && p.peak_used == 8, "used %d peak %d", p.used, p.peak_used);
+  /* pages 0..2 get keys; 3 does not */
+  for (int i = 0; i < 3; i++)
+    sim_pool_register(&p, pages[i], 100u + (uint64_t)i);
+  sim_pool_register(&p, pages[3], 100u); /* duplicate key: ignored */
+  CHECK(sim_pool_lookup(&p, 100u) == pages[0], "lookup of a registered key");
+  CHECK(p.refcount[pages[0]] == 2, "refcount %d after a hit", p.refcount[pages[0]]);
+  sim_pool_release(&p, pages[0]);
+  sim_pool_release(&p, pages[0]);
+  sim_pool_release(&p, pages[1]);
+  sim_pool_release(&p, pages[3]);
+  CHECK(sim_pool_available(&p) == 3, "available %d (1 clean + 2 cached)", sim_pool_available(&p));
+  /* a cached page can be hit again */
+  CHECK(sim_pool_lookup(&p, 101u) == pages[1], "hit of a cached page");
+  CHECK(p.used == 6, "used %d", p.used);
+  sim_pool_release(&p, pages[1]);
+  /* allocation takes the clean page first, then evicts the least recently used */
+  CHECK(sim_pool_alloc(&p, 0) == pages[3], "clean page first");
+  int32_t e = sim_pool_alloc(&p, 0);
+  CHECK(e == pages[0], "evicted %d, expected the LRU page %d", e, pages[0]);
+  CHECK(sim_pool_lookup(&p, 100u) == -1, "an evicted page's key must be gone");
+  CHECK(p.evictions == 1, "evictions %lld", (long long)p.evictions);
+  CHECK(sim_pool_lookup(&p, 101u) == pages[1], "the other cached page survives");
+  sim_pool_free(&p);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* Runs the scheduler alone over a workload and checks its invariants. */
+static void run_sched(const sim_workload *w, int32_t bs, int32_t pages, int32_t budget,
+                      int32_t seqs, const char *what) {
+  sim_pool p;
+  sim_sched s;
+  CHECK(sim_pool_init(&p, pages) == 0, "%s: pool", what);
+  CHECK(sim_sched_init(&s, w, &p, bs, budget, seqs) == 0, "%s: sched", what);
+  sim_batch b;
+  memset(&b, 0, sizeof b);
+  int32_t *holders = calloc((size_t)pages, sizeof *holders);
+  char err[256];
+  int64_t expect_tokens = 0;
+  for (int64_t i = 0; i < w->n; i++) {
+    int32_t out = w->reqs[i].output_len > 0 ? w->reqs[i].output_len : 1;
+    expect_tokens += w->reqs[i].input_len + out - 1;
+  }
+  for (int64_t step = 0;; step++) {
+    CHECK(step < 10000000, "%s: no end", what);
+    int more = sim_sched_next(&s, &b, err, sizeof err);
+    CHECK(more >= 0, "%s: %s", what, err);
+    if (!more)
+      break;
+    CHECK(b.num_tokens > 0 && b.num_tokens <= budget, "%s: %d tokens in a step", what,
+          b.num_tokens);
+    for (int32_t i = 0; i < b.num_items; i++) {
+      const sim_item *it = &b.items[i];
+      const sim_req *r = &s.reqs[it->req];
+      CHECK((i < b.num_decode) == (it->is_decode != 0), "%s: decode items must come first", what);
+      CHECK(it->start == r->computed, "%s: item starts at %d, request computed %d", what, it->start,
+            r->computed);
+      CHECK((int64_t)r->num_pages * bs >= (int64_t)it->start + it->len, "%s: pages missing", what);
+      CHECK(r->state == SIM_REQ_RUNNING, "%s: scheduled request not running", what);
+    }
+    /* every page's reference count equals the running requests holding it
+     * (cached pages with count 0 excepted) */
+    memset(holders, 0, (size_t)pages * sizeof *holders);
+    for (int32_t i = 0; i < s.num_running; i++) {
+      const sim_req *r = &s.reqs[s.running[i]];
+      for (int32_t k = 0; k < r->num_pages; k++) {
+        holders[r->pages[k]]++;
+        CHECK(p.logical[r->pages[k]] == k, "%s: page %d at logical %d records %d", what,
+              r->pages[k], k, p.logical[r->pages[k]]);
+      }
+    }
+    int32_t used = 0;
+    for (int32_t pg = 0; pg < pages; pg++) {
+      CHECK(p.refcount[pg] == holders[pg], "%s: page %d refcount %d, held by %d", what, pg,
+            p.refcount[pg], holders[pg]);
+      used += holders[pg] > 0;
+    }
+    CHECK(used == p.used, "%s: used %d vs %d", what, used, p.used);
+    sim_sched_commit(&s, &b);
+  }
+  CHECK(s.done == w->n, "%s: %lld of %lld done", what, (long long)s.done, (long long)w->n);
+  CHECK(p.used == 0, "%s: %d pages still used", what, p.used);
+  CHECK(s.prefill_tokens + s.decode_tokens + s.hit_tokens - s.recomputed_tokens -
+                (int64_t)s.rehit_pages * bs ==
+            expect_tokens,
+        "%s: token accounting: %lld prefill + %lld decode + %lld hit - %lld recomputed - %lld "
+        "re-hit != %lld",
+        what, (long long)s.prefill_tokens, (long long)s.decode_tokens, (long long)s.hit_tokens,
+        (long long)s.recomputed_tokens, (long long)s.rehit_pages * bs, (long long)expect_tokens);
+  printf("  %s: %lld steps, %lld preemptions, %lld hit pages, peak %d of %d pages\n", what,
+         (long long)s.steps, (long long)s.preemptions, (long long)s.hit_pages, p.peak_used, pages);
+  free(holders);
+  sim_batch_free(&b);
+  sim_sched_free(&s);
+  sim_pool_free(&p);
+}
+
+static void test_sched(void) {
+  sim_workload w;
+  CHECK(sim_workload_synthetic(&w, 120, 7) == 0, "synthetic");
+  int64_t maxp = 0;
+  for (int64_t i = 0; i < w.n; i++) {
+    int64_t n = sim_sched_pages_needed(&w.reqs[i], 256);
+    if (n > maxp)
+      maxp = n;
+  }
+  run_sched(&w, 256, (int32_t)maxp, 512, 64, "tightest pool");
+  run_sched(&w, 256, (int32_t)maxp * 3, 2048, 8, "small pool, 8 sequences");
+  run_sched(&w, 128, 4096, 8192, 256, "roomy pool");
+  sim_workload_free(&w);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static const char *mooncake_lines[] = {
+    "{\"timestamp\": 0, \"input_length\": 6758, \"output_length\": 500, \"hash_ids\": [0, 1, 2, 3, "
+    "4, 5, 6, 7, 8, 9, 10, 11, 12, 13]}",
+    "{\"timestamp\": 3000, \"input_length\": 1290, \"output_length\": 316, \"hash_ids\": [0, 42, "
+    "43]}",
+    "{\"timestamp\": 3001, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [0]}",
+};
+static const char *azure_lines[] = {
+    "TIMESTAMP,ContextTokens,GeneratedTokens",
+    "2023-11-16 18:15:46.6805900,374,44",
+    "2023-11-16 18:15:50.9951690,396,109",
+    "2023-11-16 18:15:51.0000000,1200,12",
+};
+
+/* Writes `n` lines, each mutated with probability 1/2, into path. */
+static size_t write_mutated(const char *path, const char **lines, int n, sim_rng *rng,
+                            int keep_first) {
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return 0;
+  static const char alphabet[] = "{}[]\",:0123456789.-e \r\n\tabcxyz\\";
+  size_t written = 0;
+  for (int rep = 0; rep < 6; rep++)
+    for (int i = 0; i < n; i++) {
+      if (keep_first && i == 0 && rep > 0)
+        continue;
+      char buf[512];
+      size_t len = strlen(lines[i]);
+      memcpy(buf, lines[i], len);
+      if (!(keep_first && i == 0) && sim_rng_below(rng, 2)) {
+        int edits = 1 + (int)sim_rng_below(rng, 4);
+        for (int e = 0; e < edits && len > 0; e++) {
+          size_t at = (size_t)sim_rng_below(rng, len);
+          switch (sim_rng_below(rng, 4)) {
+            case 0: buf[at] = (char)sim_rng_below(rng, 256); break; /* any byte */
+            case 1: buf[at] = alphabet[sim_rng_below(rng, sizeof alphabet - 1)]; break;
+            case 2: len = at; break; /* truncate */
+            default: /* delete */ memmove(buf + at, buf + at + 1, len - at - 1); len--;
+          }
+        }
+      }
+      written += fwrite(buf, 1, len, f);
+      fputc('\n', f);
+    }
+  fclose(f);
+  return written;
+}
+
+static void fuzz_one(const char *path, const char **lines, int n, int keep_first, uint64_t seed) {
+  sim_rng rng = sim_rng_make(seed);
+  for (int iter = 0; iter < 300; iter++) {
+    write_mutated(path, lines, n, &rng, keep_first);
+    for (int skip = 0; skip < 2; skip++) {
+      sim_workload w;
+      char err[512];
+      int rc = sim_trace_load(path, 0, skip, NULL, &w, err, sizeof err);
+      CHECK(rc == 0 || rc == -1 || rc == -2, "rc %d", rc);
+      if (rc) {
+        CHECK(strncmp(err, path, strlen(path)) == 0, "error without the file name: %s", err);
+        continue;
+      }
+      CHECK(w.n > 0, "success without requests");
+      for (int64_t i = 0; i < w.n; i++) {
+        const sim_request_spec *r = &w.reqs[i];
+        CHECK(r->input_len >= 1 && r->input_len <= SIM_MAX_REQUEST_TOKENS, "input %d",
+              r->input_len);
+        CHECK(r->output_len >= 0 && r->output_len <= SIM_MAX_REQUEST_TOKENS, "output %d",
+              r->output_len);
+        CHECK(r->num_hash == 0 || r->num_hash == (r->input_len + 511) / 512, "hash count");
+        CHECK(r->arrival_ms >= 0.0, "arrival %f", r->arrival_ms);
+        CHECK(r->line >= 1, "line %lld", (long long)r->line);
+      }
+      CHECK(skip || w.skipped_lines == 0, "skipped without --skip-bad");
+      sim_workload_free(&w);
+    }
+  }
+}
+
+static void test_trace_fuzz(void) {
+  char path[] = "/tmp/dsv4kv_sim_fuzz_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0, "mkstemp");
+  close(fd);
+  fuzz_one(path, mooncake_lines, 3, 0, 11);
+  fuzz_one(path, azure_lines, 4, 1, 12);
+  fuzz_one(path, azure_lines, 4, 0, 13);
+  unlink(path);
+}
+
+int main(void) {
+  printf("pool\n");
+  test_pool();
+  printf("scheduler\n");
+  test_sched();
+  printf("trace parser (mutated input)\n");
+  test_trace_fuzz();
+  if (failures) {
+    printf("%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("all checks passed\n");
+  return 0;
+}
