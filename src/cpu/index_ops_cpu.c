@@ -8,14 +8,33 @@
 /* The reference computes slots in int32; wrap the same way without UB. */
 static inline int32_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
 
+/* Division by a block size, by shift and mask when it is a power of two (the
+ * common case; an integer division per index entry dominates these ops
+ * otherwise).  Only for x >= 0. */
+typedef struct {
+  int64_t bs;
+  int shift; /* log2(bs), or -1 */
+} pagediv;
+
+static pagediv pagediv_of(int64_t bs) {
+  pagediv d = {bs, -1};
+  if ((bs & (bs - 1)) == 0)
+    for (d.shift = 0; ((int64_t)1 << d.shift) < bs; d.shift++) {
+    }
+  return d;
+}
+static inline int64_t pd_page(pagediv d, int64_t x) { return d.shift >= 0 ? x >> d.shift : x / d.bs; }
+static inline int64_t pd_off(pagediv d, int64_t x) { return d.shift >= 0 ? x & (d.bs - 1) : x % d.bs; }
+
 /* Physical token index of a slot when pages are `span` tokens apart. */
-static inline int32_t remap(int64_t v, int64_t bs, int64_t span) {
-  return v < 0 ? -1 : wrap32((v / bs) * span + v % bs);
+static inline int32_t remap(int64_t v, pagediv d, int64_t span) {
+  return v < 0 ? -1 : wrap32(pd_page(d, v) * span + pd_off(d, v));
 }
 
 /* ---- §5.1 ---------------------------------------------------------------- */
 dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skiplog *log) {
   const int64_t bs = a->block_size;
+  const pagediv pd = pagediv_of(bs);
   const int nt = threads_for(o, a->T * (a->K / 256 + 1), 64);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->T; t++) {
@@ -30,9 +49,9 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skip
       int32_t g = -1;
       if (x >= 0) {
         count++;
-        int64_t lp = x / bs;
+        int64_t lp = pd_page(pd, x);
         if (req_ok && lp < a->P)
-          g = wrap32((int64_t)tv_i32_2(&a->block_table, req, lp) * bs + x % bs);
+          g = wrap32((int64_t)tv_i32_2(&a->block_table, req, lp) * bs + pd_off(pd, x));
         else if (req_ok)
           skiplog_note(log, t * 65536 + 1 + (j < 65534 ? j : 65534),
                        "topk_indices[%" PRId64 "][%" PRId64 "] = %" PRId64 " needs block_table[%" PRId64 "][%" PRId64
@@ -90,38 +109,40 @@ dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log
 
 /* Slot of position `pos` of request `req` through a block table, or -1 (and
  * counted) when the lookup would leave the table. */
-static int64_t slot_of(const tview *bt, const char *bt_name, int64_t req, int64_t pos, int64_t bs,
+static int64_t slot_of(const tview *bt, const char *bt_name, int64_t req, int64_t pos, pagediv d,
                        skiplog *log, int64_t key) {
-  int64_t lp = pos / bs;
+  int64_t lp = pos < 0 ? -1 : pd_page(d, pos);
   if (req < 0 || req >= bt->shape[0] || pos < 0 || lp >= bt->shape[1]) {
     skiplog_note(log, key, "%s[%" PRId64 "][%" PRId64 "] (position %" PRId64 ") is outside its [%" PRId64 ", %" PRId64 "] shape",
                  bt_name, req, lp, pos, bt->shape[0], bt->shape[1]);
     return -1;
   }
-  return (int64_t)wrap32((int64_t)tv_i32_2(bt, req, lp) * bs + pos % bs);
+  return (int64_t)wrap32((int64_t)tv_i32_2(bt, req, lp) * d.bs + pd_off(d, pos));
 }
 
-static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, skiplog *log) {
+static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv swa, pagediv cmp,
+                                  skiplog *log) {
   const int64_t S = a->S, key = d * 65536;
   for (int64_t j = 0; j < S; j++)
-    *tv_i32_2p(&a->out, d, j) = remap(tv_i32_2(&a->dswa, d, j), a->swa_bs, a->swa_span);
+    *tv_i32_2p(&a->out, d, j) = remap(tv_i32_2(&a->dswa, d, j), swa, a->swa_span);
   const int token_valid = a->has_dvalid ? tv_bool_1(&a->dvalid, d) : 1;
   const int64_t req = tv_i32_1(&a->req, d);
   int64_t count = 0;
   for (int64_t j = 0; j < a->K4; j++) {
     int64_t v = j < a->Dk ? tv_i32_2(&a->dcomp, d, j) : -1;
     if (a->local && v >= 0) {
-      v = slot_of(&a->comp_bt, "compressed_block_table", req, v, a->c_bs, log, key + 1 + j);
+      v = slot_of(&a->comp_bt, "compressed_block_table", req, v, cmp, log, key + 1 + j);
       if (v >= 0 && token_valid) count++;
     }
-    *tv_i32_2p(&a->out, d, S + j) = remap(v, a->c_bs, a->c_span);
+    *tv_i32_2p(&a->out, d, S + j) = remap(v, cmp, a->c_span);
   }
   int64_t n = 0;
   if (a->Dk > 0) n = a->local ? count : a->has_dcomp_lens ? tv_i32_1(&a->dcomp_lens, d) : a->Dk;
   *(int32_t *)(a->lens.data + d * a->lens.stride[0] * 4) = wrap32(S + n);
 }
 
-static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, skiplog *log) {
+static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv swa, pagediv cmp,
+                                   skiplog *log) {
   const int64_t S = a->S, i = t - a->D, key = t * 65536;
   const int64_t req = tv_i32_1(&a->req, t);
   int32_t *lens = (int32_t *)(a->lens.data + t * a->lens.stride[0] * 4);
@@ -146,25 +167,26 @@ static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, skiplog 
   }
   for (int64_t j = 0; j < S; j++) {
     int64_t v = -1;
-    if (j < swa_len) v = slot_of(&a->swa_bt, "swa_block_table", req, swa_start + j, a->swa_bs, log, key + 1 + j);
-    *tv_i32_2p(&a->out, t, j) = remap(v, a->swa_bs, a->swa_span);
+    if (j < swa_len) v = slot_of(&a->swa_bt, "swa_block_table", req, swa_start + j, swa, log, key + 1 + j);
+    *tv_i32_2p(&a->out, t, j) = remap(v, swa, a->swa_span);
   }
   for (int64_t j = 0; j < a->K4; j++) {
     int64_t x = (j < a->Wp && j < topk_len) ? tv_i32_2(&a->ptopk, i, j) : -1;
-    int64_t v = x >= 0 ? slot_of(&a->comp_bt, "compressed_block_table", req, x, a->c_bs, log, key + 1 + S + j) : -1;
-    *tv_i32_2p(&a->out, t, S + j) = remap(v, a->c_bs, a->c_span);
+    int64_t v = x >= 0 ? slot_of(&a->comp_bt, "compressed_block_table", req, x, cmp, log, key + 1 + S + j) : -1;
+    *tv_i32_2p(&a->out, t, S + j) = remap(v, cmp, a->c_span);
   }
   *lens = wrap32(S + topk_len);
 }
 
 dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const run_opts *o, skiplog *log) {
+  const pagediv swa = pagediv_of(a->swa_bs), cmp = pagediv_of(a->c_bs);
   const int nt = threads_for(o, (a->D + a->P) * ((a->S + a->K4) / 256 + 1), 64);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->D + a->P; t++) {
     if (t < a->D)
-      flashinfer_decode_row(a, t, log);
+      flashinfer_decode_row(a, t, swa, cmp, log);
     else
-      flashinfer_prefill_row(a, t, log);
+      flashinfer_prefill_row(a, t, swa, cmp, log);
   }
   return DSV4KV_OK;
 }
