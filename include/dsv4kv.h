@@ -40,15 +40,36 @@
  * record_bytes]; its stride(0) is the page stride in bytes and may exceed
  * block_size * record_bytes (padding).
  *
- * Worked example (CPU, V4 records, 64 tokens per page):
+ * Worked example (CPU, V4 records, 64 tokens per page): insert T rows, gather
+ * the first request's n tokens back.
  *
- *   dsv4kv_cache_desc cache = { DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0 };
- *   // k: bf16 [T, 512]; k_cache: uint8 [num_pages, 64 * 584]; slots: int64 [T]
+ *   // k: T x 512 bf16 values (uint16_t bits); cache: num_pages x (64 * 584) bytes
+ *   int64_t k_shape[2] = {T, 512}, s_shape[1] = {T}, c_shape[2] = {num_pages, 64 * 584};
+ *   DLTensor k = {k_bits, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, k_shape, NULL, 0};
+ *   DLTensor slots = {slot_ids, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, s_shape, NULL, 0};
+ *   DLTensor k_cache = {cache_bytes, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, c_shape, NULL, 0};
+ *   dsv4kv_cache_desc cache = {DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0};
  *   int64_t skipped = 0;
- *   dsv4kv_options opt = { .skipped = &skipped };
- *   dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(&k, &k_cache, &cache,
- *                                                         &slots, &opt);
+ *   dsv4kv_options opt = {.skipped = &skipped};
+ *   dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(&k, &k_cache, &cache, &slots, &opt);
  *   if (st != DSV4KV_OK) fprintf(stderr, "%s\n", dsv4kv_last_error());
+ *
+ *   // one request of n tokens whose pages are block_row[0..]: out is [1, n, 512] bf16
+ *   int32_t seq_len = n;
+ *   int64_t o_shape[3] = {1, n, 512}, r_shape[1] = {1}, b_shape[2] = {1, max_pages};
+ *   DLTensor out = {out_bits, {kDLCPU, 0}, 3, {kDLBfloat, 16, 1}, o_shape, NULL, 0};
+ *   DLTensor seq_lens = {&seq_len, {kDLCPU, 0}, 1, {kDLInt, 32, 1}, r_shape, NULL, 0};
+ *   DLTensor table = {block_row, {kDLCPU, 0}, 2, {kDLInt, 32, 1}, b_shape, NULL, 0};
+ *   st = dsv4kv_dequantize_and_gather_k_cache(&out, &k_cache, &cache, &seq_lens, NULL,
+ *                                             &table, 0, &opt);
+ *
+ * Build: cc app.c $(pkg-config --cflags --libs dsv4kv) after `cmake --install`,
+ * or -Iinclude -Lbuild -ldsv4kv -Wl,-rpath,$PWD/build from a checkout.
+ * The cache tensor may also be 3-D [num_pages, block_size, record_bytes] (the
+ * vLLM view); for V4's split page that view is only a byte layout: a page's
+ * first block_size * 576 bytes are the tokens' values, then 8 scale bytes each.
+ * The out-parameters of dsv4kv_options are overwritten (not added to) by each
+ * call.
  *
  * Errors.  Every call returns a dsv4kv_status.  Argument errors (null, dtype,
  * rank, shape, stride, scalar out of range) are found before anything is read
@@ -122,7 +143,7 @@ typedef enum {
   DSV4KV_RECORD_MXFP8 = 1,         /* 528 B, SPEC §2 "V4.1 MXFP8"              */
   DSV4KV_RECORD_NVFP4 = 2,         /* 288 B, SPEC §2 "V4.1 NVFP4"              */
   DSV4KV_RECORD_INDEXER_FP8 = 3,   /* 132 B, SPEC §6 FP8 (128 values + 4 B)    */
-  DSV4KV_RECORD_INDEXER_MXFP4 = 4  /*  68 B, SPEC §6 FP4 (64 values + 4 B)     */
+  DSV4KV_RECORD_INDEXER_MXFP4 = 4  /*  68 B, SPEC §6 FP4 (64 B of 128 e2m1 + 4 B) */
 } dsv4kv_record;
 
 typedef enum {

@@ -28,6 +28,15 @@ static int dtype_is(DLDataType t, dt_kind dt) {
   return 0;
 }
 
+/* "float32", "int64", ... or "(code C, B bits, L lanes)" for others. */
+static const char *dl_dtype_name(DLDataType t, char *buf, size_t n) {
+  static const dt_kind all[] = {DT_BF16, DT_F32, DT_I32, DT_I64, DT_U8, DT_BOOL};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (dtype_is(t, all[i]) && !(all[i] == DT_BOOL && t.code == kDLUInt)) return dt_name(all[i]);
+  snprintf(buf, n, "(code %u, %u bits, %u lanes)", t.code, t.bits, t.lanes);
+  return buf;
+}
+
 static int dt_bytes(dt_kind dt) {
   switch (dt) {
     case DT_BF16: return 2;
@@ -88,8 +97,11 @@ static dsv4kv_status fill_view(tview *v, const DLTensor *t, const char *name, dt
 dsv4kv_status tview_make(tview *v, const DLTensor *t, const char *name, dt_kind dt, int ndim) {
   if (!t) return dsv4kv_fail(DSV4KV_ERR_NULL, "%s is NULL", name);
   if (!dtype_is(t->dtype, dt))
-    return dsv4kv_fail(DSV4KV_ERR_DTYPE, "%s has dtype (code %u, %u bits, %u lanes); expected %s",
-                       name, t->dtype.code, t->dtype.bits, t->dtype.lanes, dt_name(dt));
+  {
+    char buf[64];
+    return dsv4kv_fail(DSV4KV_ERR_DTYPE, "%s has dtype %s; expected %s", name,
+                       dl_dtype_name(t->dtype, buf, sizeof buf), dt_name(dt));
+  }
   return fill_view(v, t, name, dt, ndim);
 }
 
@@ -102,9 +114,11 @@ dsv4kv_status tview_make_f32_or_bf16(tview *v, const DLTensor *t, const char *na
   else if (dtype_is(t->dtype, DT_BF16))
     dt = DT_BF16;
   else
-    return dsv4kv_fail(DSV4KV_ERR_DTYPE,
-                       "%s has dtype (code %u, %u bits, %u lanes); expected float32 or bfloat16",
-                       name, t->dtype.code, t->dtype.bits, t->dtype.lanes);
+  {
+    char buf[64];
+    return dsv4kv_fail(DSV4KV_ERR_DTYPE, "%s has dtype %s; expected float32 or bfloat16", name,
+                       dl_dtype_name(t->dtype, buf, sizeof buf));
+  }
   *dt_out = dt;
   return fill_view(v, t, name, dt, ndim);
 }

@@ -382,12 +382,12 @@ int st_open(const char *path, st_file **out, char *err, size_t err_len) {
     goto fail;
   }
   if (header_len > f->map_size - 8) {
-    set_err(err, err_len, path, "header length %llu runs past the end of the file (%zu bytes)",
+    set_err(err, err_len, path, "not a safetensors file: header length %llu runs past the end of the file (%zu bytes)",
             (unsigned long long)header_len, f->map_size);
     goto fail;
   }
   if (header_len > ST_MAX_HEADER_BYTES) {
-    set_err(err, err_len, path, "header length %llu exceeds the format's 100 MB limit",
+    set_err(err, err_len, path, "not a safetensors file: header length %llu exceeds the format's 100 MB limit",
             (unsigned long long)header_len);
     goto fail;
   }
