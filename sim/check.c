@@ -82,6 +82,8 @@ void sim_errstat_add(sim_errstat *d, const sim_errstat *s) {
   d->sum_ref2 += s->sum_ref2;
   if (s->max_abs_err > d->max_abs_err)
     d->max_abs_err = s->max_abs_err;
+  if (s->max_rel_amax > d->max_rel_amax)
+    d->max_rel_amax = s->max_rel_amax;
   d->values += s->values;
   d->rows += s->rows;
 }
@@ -130,12 +132,25 @@ int64_t sim_verdict_failures(const sim_verdict *v) {
 /* Main-cache rows                                                          */
 /* ---------------------------------------------------------------------- */
 
-static void tally(sim_errstat *st, double ref, double err) {
+/* One verified value: reference x, error err, amax of its scale block. */
+static void tally(sim_errstat *st, double ref, double err, double amax) {
   st->sum_ref2 += ref * ref;
   st->sum_err2 += err * err;
   if (fabs(err) > st->max_abs_err)
     st->max_abs_err = fabs(err);
+  if (amax > 0 && fabs(err) / amax > st->max_rel_amax)
+    st->max_rel_amax = fabs(err) / amax;
   st->values++;
+}
+
+static double block_amax_u16(const uint16_t *x, int n) {
+  double amax = 0.0;
+  for (int d = 0; d < n; d++) {
+    double a = fabs((double)bf16_to_f32(x[d]));
+    if (a > amax)
+      amax = a;
+  }
+  return amax;
 }
 
 int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, const uint16_t *got,
@@ -144,12 +159,7 @@ int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, co
   int block = rec == DSV4KV_RECORD_V4 ? 64 : rec == DSV4KV_RECORD_MXFP8 ? 32 : 16;
   int quantized = rec == DSV4KV_RECORD_V4 ? 448 : 512;
   for (int b0 = 0; b0 < quantized; b0 += block) {
-    double amax = 0.0;
-    for (int d = b0; d < b0 + block; d++) {
-      double a = fabs((double)bf16_to_f32(orig[d]));
-      if (a > amax)
-        amax = a;
-    }
+    double amax = block_amax_u16(orig + b0, block);
     double scale; /* V4 / MXFP8: power-of-two scale; NVFP4: e4m3 scale */
     if (rec == DSV4KV_RECORD_NVFP4) {
       double t = amax / 6.0;
@@ -171,14 +181,15 @@ int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, co
       double err = y - x;
       if (!(fabs(err) <= bound * (1.0 + 1e-9)))
         bad++;
-      tally(st, x, isfinite(err) ? err : x);
+      tally(st, x, isfinite(err) ? err : x, amax);
     }
   }
+  double rope_amax = block_amax_u16(orig + quantized, 512 - quantized);
   for (int d = quantized; d < 512; d++) { /* V4 RoPE dims: copied bit for bit */
     if (got[d] != orig[d])
       bad++;
     double x = bf16_to_f32(orig[d]), y = bf16_to_f32(got[d]);
-    tally(st, x, isfinite(y - x) ? y - x : x);
+    tally(st, x, isfinite(y - x) ? y - x : x, rope_amax);
   }
   st->rows++;
   return bad;
@@ -243,7 +254,7 @@ int sim_check_indexer_record(dsv4kv_record rec, const uint8_t *values, const uin
       double err = v - x;
       if (!(fabs(err) <= bound * (1.0 + 1e-9)))
         bad++;
-      tally(st, x, isfinite(err) ? err : x);
+      tally(st, x, isfinite(err) ? err : x, amax);
     }
   }
   st->rows++;

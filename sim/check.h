@@ -8,9 +8,11 @@
 
 #include "dsv4kv.h"
 
-/* Quantization error accumulated over verified values. */
+/* Quantization error accumulated over verified values.  max_abs_err is
+ * absolute, in the keys' own units; max_rel_amax is the largest |err| / amax,
+ * amax the max |x| of the value's scale block (the quantizer's unit). */
 typedef struct {
-  double sum_err2, sum_ref2, max_abs_err;
+  double sum_err2, sum_ref2, max_abs_err, max_rel_amax;
   int64_t values, rows;
 } sim_errstat;
 

@@ -15,7 +15,22 @@
 #include "workload.h"
 
 /* Timed operations.  The library's ops, plus the simulator's own key
- * synthesis and verification for comparison. */
+ * synthesis and verification for comparison (their bytes are not counted).
+ *
+ * Bytes counted for an op's GB/s: what the call reads and writes, per row
+ * (token, or compressed entry for the compressed-cache ops); block-table
+ * lookups and per-request arrays are not counted (see sim_op_bytes_doc):
+ *   inserts         bf16 key 1024 B + slot 8 B read, the record written;
+ *   indexer store   bf16 key 256 B, position and slot 16 B, fp32 cos/sin row
+ *                   256 B read, the record written (+ 512 B weight per call);
+ *   gathers         the record read, the bf16 row (1024 B) written;
+ *   combine         topk_len top-k entries read, the first topk_len + swa_len
+ *                   columns and the length written (4 B each);
+ *   global top-k    W top-k entries read, W global entries + length written,
+ *                   request id and valid flag read (W * 8 + 9 B);
+ *   flashinfer      the full row (window + K4) and length written, request id
+ *                   read; decode: window + Dk entries and valid flag read;
+ *                   prefill: topk_len top-k entries read (4 B each). */
 typedef enum {
   SIM_OP_MAKE_K,        /* synthesise bf16 keys (simulator)                    */
   SIM_OP_INSERT_SWA,    /* quantize_and_insert_k_cache, SWA cache (V4)         */
@@ -31,6 +46,9 @@ typedef enum {
 } sim_op;
 
 const char *sim_op_name(sim_op op);
+/* One line: what an op's byte count covers, or NULL for the simulator's own
+ * work (no bytes counted; "-" in the GB/s column). */
+const char *sim_op_bytes_doc(sim_op op);
 
 typedef struct {
   double seconds;

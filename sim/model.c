@@ -46,7 +46,12 @@ const sim_model *sim_model_default(void) {
   return &presets[0];
 }
 
-void sim_model_list(FILE *f) {
-  for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-    fprintf(f, "                        %-22s %s\n", presets[i].name, presets[i].describe);
+void sim_model_list(FILE *f, int indent) {
+  size_t n = sizeof presets / sizeof presets[0];
+  int width = 0;
+  for (size_t i = 0; i < n; i++)
+    if ((int)strlen(presets[i].name) > width)
+      width = (int)strlen(presets[i].name);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "%*s%-*s  %s\n", indent, "", width, presets[i].name, presets[i].describe);
 }

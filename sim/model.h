@@ -32,7 +32,8 @@ typedef struct {
 /* The preset called `name`, or NULL. */
 const sim_model *sim_model_find(const char *name);
 const sim_model *sim_model_default(void);
-/* Writes "  name  description" lines for --help. */
-void sim_model_list(FILE *f);
+/* Writes one "name  description" line per preset, each indented by `indent`
+ * spaces, the descriptions in one column. */
+void sim_model_list(FILE *f, int indent);
 
 #endif

@@ -189,6 +189,22 @@ static int32_t prefix_lookup(sim_sched *s, sim_req *r) {
   return hits;
 }
 
+/* Adds an admitted request's prefix hits to the statistics (see sched.h):
+ * tokens below the request's high-water mark are its own, re-admitted after
+ * a preemption; the rest came from other requests. */
+static void count_hits(sim_sched *s, const sim_req *r, int32_t hits) {
+  int32_t bs = s->block_size;
+  int64_t tokens = (int64_t)hits * bs;
+  int64_t own = tokens < r->high ? tokens : r->high;
+  int64_t own_pages = (own + bs - 1) / bs;
+  s->hit_pages += hits;
+  s->hit_tokens += tokens;
+  s->readmit_pages += own_pages;
+  s->readmit_tokens += own;
+  s->shared_pages += hits - own_pages;
+  s->shared_tokens += tokens - own;
+}
+
 static int schedule_once(sim_sched *s, sim_batch *b) {
   b->num_items = b->num_decode = b->num_tokens = 0;
   int32_t budget = s->max_batched_tokens;
@@ -258,10 +274,7 @@ static int schedule_once(sim_sched *s, sim_batch *b) {
     s->running[s->num_running++] = r->id;
     if (s->num_running > s->peak_running)
       s->peak_running = s->num_running;
-    s->hit_pages += hits;
-    s->hit_tokens += (int64_t)hits * s->block_size;
-    if (r->preemptions > 0)
-      s->rehit_pages += hits;
+    count_hits(s, r, hits);
     add_item(b, r, r->computed, chunk, 0);
     budget -= chunk;
   }

@@ -74,9 +74,19 @@ typedef struct {
   double clock_ms;
   int64_t done;
   /* statistics */
-  int64_t steps, prefill_tokens, decode_tokens, preemptions, hit_pages, hit_tokens;
+  int64_t steps, prefill_tokens, decode_tokens, preemptions;
   int64_t recomputed_tokens; /* prefill of tokens lost to a preemption        */
-  int64_t rehit_pages;       /* prefix hits of re-admitted (preempted) requests */
+  /* Prefix-cache hits, split by where the page came from:
+   *   shared:     another request's pages (real cross-request sharing; the
+   *               tokens are never computed by this request);
+   *   readmitted: pages a preempted request held before its preemption and
+   *               finds again when it is re-admitted (its own earlier work).
+   * A re-admitted request's hit tokens below its high-water mark are
+   * readmitted, the rest shared; a page is readmitted when any of its tokens
+   * is.  hit_* = shared + readmitted. */
+  int64_t hit_pages, hit_tokens;
+  int64_t shared_pages, shared_tokens;
+  int64_t readmit_pages, readmit_tokens;
   int32_t peak_running, peak_queued;
 } sim_sched;
 

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "ctx.h"
 #include "progress.h"
@@ -40,8 +39,8 @@ const char *sim_record_name(dsv4kv_record r) {
     case DSV4KV_RECORD_V4: return "v4";
     case DSV4KV_RECORD_MXFP8: return "mxfp8";
     case DSV4KV_RECORD_NVFP4: return "nvfp4";
-    case DSV4KV_RECORD_INDEXER_FP8: return "indexer-fp8";
-    case DSV4KV_RECORD_INDEXER_MXFP4: return "indexer-mxfp4";
+    case DSV4KV_RECORD_INDEXER_FP8: return "fp8"; /* as --indexer-format spells them */
+    case DSV4KV_RECORD_INDEXER_MXFP4: return "mxfp4";
     default: return "?";
   }
 }
@@ -61,13 +60,13 @@ static int probe_cuda(void) {
   dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(k, kc, &d, sl, NULL);
   if (st == DSV4KV_ERR_BACKEND_NOT_BUILT) {
     fprintf(stderr,
-            "dsv4kv run: --device cuda: this build of libdsv4kv has no CUDA backend (%s: %s).\n"
-            "Rebuild the library with its CUDA backend, or run with --device cpu.\n",
-            dsv4kv_status_string(st), dsv4kv_last_error());
+            "dsv4kv run: --device cuda: this build has no CUDA backend (libdsv4kv %d.%d.%d runs "
+            "on the CPU only); run with --device cpu.\n",
+            DSV4KV_VERSION_MAJOR, DSV4KV_VERSION_MINOR, DSV4KV_VERSION_PATCH);
   } else {
     fprintf(stderr,
-            "dsv4kv run: --device cuda: the library answered %s%s%s, but the simulator does not "
-            "manage CUDA memory yet; run with --device cpu.\n",
+            "dsv4kv run: --device cuda: the library answered %s%s%s, but the simulator keeps its "
+            "caches in host memory and cannot drive a CUDA device; run with --device cpu.\n",
             dsv4kv_status_string(st), st == DSV4KV_OK ? "" : ": ",
             st == DSV4KV_OK ? "" : dsv4kv_last_error());
   }
@@ -264,6 +263,20 @@ static int check_config(const sim_config *cfg) {
   return 0;
 }
 
+int sim_json_to_stdout(const sim_config *cfg) {
+  return cfg->json_path && !strcmp(cfg->json_path, "-");
+}
+
+/* Progress goes to stderr (the report owns stdout): --progress auto draws a
+ * bar when stderr is a terminal and prints periodic lines otherwise. */
+static sim_progress_mode progress_mode(const sim_config *cfg) {
+  if (cfg->quiet)
+    return SIM_PROGRESS_OFF;
+  if (cfg->progress >= 0)
+    return (sim_progress_mode)cfg->progress;
+  return sim_progress_auto(stderr);
+}
+
 int sim_run(const sim_config *cfg) {
   if (cfg->device_cuda)
     return probe_cuda();
@@ -278,7 +291,9 @@ int sim_run(const sim_config *cfg) {
   c->model = cfg->model;
   c->bs = cfg->block_size;
   int rc = SIM_EXIT_CANNOT_RUN;
-  if (cfg->json_path && !(c->json_file = fopen(cfg->json_path, "w"))) {
+  if (sim_json_to_stdout(cfg))
+    c->json_file = stdout;
+  else if (cfg->json_path && !(c->json_file = fopen(cfg->json_path, "w"))) {
     fprintf(stderr, "dsv4kv run: cannot open the JSON report file %s: %s\n", cfg->json_path,
             strerror(errno));
     goto out;
@@ -292,12 +307,8 @@ int sim_run(const sim_config *cfg) {
     goto out;
   }
 
-  sim_progress_mode pm = SIM_PROGRESS_OFF;
-  if (!cfg->quiet)
-    pm = cfg->progress >= 0 ? (sim_progress_mode)cfg->progress
-                            : (isatty(fileno(stdout)) ? SIM_PROGRESS_BAR : SIM_PROGRESS_LINES);
   sim_progress prog;
-  sim_progress_start(&prog, stdout, pm, c->work.n);
+  sim_progress_start(&prog, stderr, progress_mode(cfg), c->work.n);
   double t0 = sim_now();
   sim_batch batch;
   memset(&batch, 0, sizeof batch);
@@ -333,7 +344,7 @@ int sim_run(const sim_config *cfg) {
   if (jrc && rc == SIM_EXIT_OK)
     rc = SIM_EXIT_CANNOT_RUN;
 out:
-  if (c->json_file)
+  if (c->json_file && c->json_file != stdout)
     fclose(c->json_file);
   teardown(c);
   free(c);

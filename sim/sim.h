@@ -35,7 +35,7 @@ typedef struct {
   int32_t max_num_seqs;         /* running requests at most                       */
   int device_cuda;              /* --device cuda                                  */
   uint64_t seed;
-  const char *json_path; /* --json FILE or NULL                            */
+  const char *json_path; /* --json FILE ("-": stdout) or NULL              */
   int quiet;             /* no progress, one summary line                  */
   int skip_bad;          /* skip malformed trace lines                     */
   int threads;           /* library threads per call (default 1; 0: OpenMP's
@@ -47,6 +47,10 @@ void sim_config_defaults(sim_config *cfg);
 
 /* Runs the workload and prints the report.  Returns a SIM_EXIT_* status. */
 int sim_run(const sim_config *cfg);
+
+/* --json -: the JSON report goes to stdout and the text report (or the
+ * --quiet summary) to stderr. */
+int sim_json_to_stdout(const sim_config *cfg);
 
 /* Short names used on the command line and in reports. */
 const char *sim_record_name(dsv4kv_record r);

@@ -76,12 +76,28 @@ static void *scratch(sim_ctx *c, int which, size_t bytes) {
   return p;
 }
 
+/* Times a call that started at t0.  `bytes` follows the definitions of
+ * ctx.h (sim_op); ops whose byte count needs a pass over the batch add it
+ * with op_bytes afterwards, outside the timed region. */
 static void op_add(sim_kind_state *ks, sim_op op, double t0, int64_t rows, int64_t bytes) {
   sim_opstat *s = &ks->ops[op];
   s->seconds += sim_now() - t0;
   s->calls++;
   s->rows += rows;
   s->bytes += bytes;
+}
+
+static void op_bytes(sim_kind_state *ks, sim_op op, int64_t bytes) {
+  ks->ops[op].bytes += bytes;
+}
+
+/* Top-k entries a token at `pos` uses: min((pos + 1) / ratio, topk), 0 on an
+ * SWA-only layer. */
+static int32_t topk_len(const kind_step *k, int32_t pos) {
+  if (k->ratio == 0)
+    return 0;
+  int32_t n = (pos + 1) / k->ratio;
+  return n < k->topk ? n : k->topk;
 }
 
 /* Records a library call's outcome; returns 1 when it succeeded cleanly. */
@@ -313,7 +329,7 @@ static int do_inserts(kind_step *k) {
     return -1;
   for (int32_t t = 0; t < T; t++)
     sim_keytable_row(&ks->tok_keys, p->tok_content[t], keys + (size_t)t * 512);
-  op_add(ks, SIM_OP_MAKE_K, t0, T, (int64_t)T * 1024);
+  op_add(ks, SIM_OP_MAKE_K, t0, T, 0);
 
   /* 2. SWA cache, V4 records */
   o = opts(c, &sk, (int64_t)T * 512);
@@ -358,7 +374,7 @@ static int do_inserts(kind_step *k) {
     k->cslot[g] = comp_slot_of(k, i, entry);
     pos64[g] = pos;
   }
-  op_add(ks, SIM_OP_MAKE_K, t0, G, (int64_t)G * (1024 + (k->kpre ? 256 : 0)));
+  op_add(ks, SIM_OP_MAKE_K, t0, G, 0);
 
   int32_t crec = dsv4kv_record_bytes(ks->comp_desc.record);
   o = opts(c, &sk, (int64_t)G * 512);
@@ -383,7 +399,9 @@ static int do_inserts(kind_step *k) {
       sim_t1(&tw, c->rms_weight, sim_dt_f32, 128), c->rms_eps,
       sim_t2(&tcache, ks->idx, sim_dt_u8, c->num_pages, ks->idx_page_bytes), &ks->idx_desc,
       sim_t1(&tslots, k->cslot, sim_dt_i64, G), k->ratio, &o);
-  op_add(ks, SIM_OP_INDEXER_STORE, t0, G, (int64_t)G * (256 + 16 + irec));
+  /* per key: bf16 input, position, slot, fp32 cos/sin row, record; per call
+   * the fp32 RMSNorm weight */
+  op_add(ks, SIM_OP_INDEXER_STORE, t0, G, (int64_t)G * (256 + 8 + 8 + 64 * 4 + irec) + 128 * 4);
   if (!lib_ok(k, st, sk, "indexer_k_norm_rope_store") && c->fatal)
     return -1;
 
@@ -451,6 +469,27 @@ static void check_row(kind_step *k, int32_t i, int32_t pos, int32_t entry, const
 /* Sparse prefill: gathers, combine, global top-k                           */
 /* ---------------------------------------------------------------------- */
 
+/* Bytes combine_topk_swa_indices moves for the Pg prefill tokens from item i0
+ * on: per token it reads its topk_len top-k entries and writes the first
+ * topk_len + swa_len columns of its row and its length (int32 each); the
+ * rest of the row is never touched. */
+static int64_t combine_bytes(const kind_step *k, int32_t i0, int32_t Pg, const int32_t *sl,
+                             const int32_t *gl) {
+  const sim_plan *p = &k->c->plan;
+  int32_t p0 = p->qsl[i0], window = k->c->model->window;
+  int64_t entries = 0;
+  for (int32_t t = 0; t < Pg; t++) {
+    int32_t j = p->tok_req[p0 + t] - i0, pos = p->tok_pos[p0 + t];
+    int32_t tl = topk_len(k, pos), swa_start = pos - window + 1;
+    if (swa_start < sl[j] - gl[j])
+      swa_start = sl[j] - gl[j];
+    if (swa_start < 0)
+      swa_start = 0;
+    entries += 2 * (int64_t)tl + (pos - swa_start + 1) + 1;
+  }
+  return entries * 4;
+}
+
 static int prefill_group(kind_step *k, int32_t i0, int32_t i1) {
   sim_ctx *c = k->c;
   sim_kind_state *ks = k->ks;
@@ -510,7 +549,8 @@ static int prefill_group(kind_step *k, int32_t i0, int32_t i1) {
         sim_t3(&tout, ws, sim_dt_bf16, Rg, M, 512),
         sim_t2(&tcache, ks->swa, sim_dt_u8, c->num_pages, ks->swa_page_bytes), &ks->swa_desc,
         sim_t1(&tsl, sl, sim_dt_i32, Rg), sim_t1(&tgl, gl, sim_dt_i32, Rg), bt, N, &o);
-    op_add(ks, SIM_OP_GATHER_SWA, t0, rows, rows * (1024 + 584));
+    op_add(ks, SIM_OP_GATHER_SWA, t0, rows,
+           rows * (1024 + dsv4kv_record_bytes(ks->swa_desc.record)));
     if (!lib_ok(k, st, sk, "dequantize_and_gather_k_cache (SWA cache)") && c->fatal)
       return -1;
   }
@@ -531,7 +571,8 @@ static int prefill_group(kind_step *k, int32_t i0, int32_t i1) {
       topk, sim_t1(&tqsl, p->qsl + i0, sim_dt_i32, Rg + 1), sim_t1(&tsl, sl, sim_dt_i32, Rg),
       sim_t1(&tgl, gl, sim_dt_i32, Rg), window, k->ratio, k->topk, M, N,
       sim_t2(&tcomb, comb, sim_dt_i32, Pg, C), sim_t1(&tclens, clens, sim_dt_i32, Pg), &o);
-  op_add(ks, SIM_OP_COMBINE, t0, Pg, (int64_t)Pg * ((int64_t)k->W + C + 1) * 4);
+  op_add(ks, SIM_OP_COMBINE, t0, Pg, 0);
+  op_bytes(ks, SIM_OP_COMBINE, combine_bytes(k, i0, Pg, sl, gl));
   if (!lib_ok(k, st, sk, "combine_topk_swa_indices") && c->fatal)
     return -1;
 
@@ -583,9 +624,7 @@ static int prefill_group(kind_step *k, int32_t i0, int32_t i1) {
   for (int32_t t = 0; t < Pg; t++) {
     int32_t i = p->tok_req[p0 + t], j = i - i0, pos = p->tok_pos[p0 + t];
     int32_t gs = sl[j] - gl[j];
-    int32_t tl = k->ratio ? (pos + 1) / k->ratio : 0;
-    if (tl > k->topk)
-      tl = k->topk;
+    int32_t tl = topk_len(k, pos);
     int32_t swa_start = pos - window + 1;
     if (swa_start < 0)
       swa_start = 0;
@@ -761,6 +800,22 @@ static void flashinfer_details(kind_step *k, int32_t t, const int32_t *row, int3
   }
 }
 
+/* Bytes build_flashinfer_mixed_sparse_indices moves: every token writes its
+ * full row (width int32) and its length and reads its request id; a decode
+ * token reads its S window slots, its Dk top-k entries and its valid flag; a
+ * prefill token reads its topk_len top-k entries. */
+static int64_t flashinfer_bytes(const kind_step *k, int32_t width, int32_t Dk) {
+  const sim_plan *p = &k->c->plan;
+  int32_t S = k->c->model->window;
+  int64_t bytes = (int64_t)p->T * (width + 1 + 1) * 4;
+  bytes += (int64_t)p->D * ((S + Dk) * 4 + (k->ratio ? 1 : 0));
+  for (int32_t t = p->D; t < p->T; t++) {
+    int32_t tl = topk_len(k, p->tok_pos[t]);
+    bytes += (int64_t)(tl < k->W ? tl : k->W) * 4;
+  }
+  return bytes;
+}
+
 static int mixed_batch(kind_step *k) {
   sim_ctx *c = k->c;
   sim_kind_state *ks = k->ks;
@@ -812,8 +867,8 @@ static int mixed_batch(kind_step *k) {
   double t0 = sim_now();
   dsv4kv_status st = dsv4kv_build_flashinfer_mixed_sparse_indices(
       &a, sim_t2(&tfi, fi, sim_dt_i32, T, width), sim_t1(&tfil, filens, sim_dt_i32, T), &o);
-  op_add(ks, SIM_OP_FLASHINFER, t0, T,
-         (int64_t)T * (width + 1) * 4 + (int64_t)D * (S + Dk) * 4 + (int64_t)P * k->W * 4);
+  op_add(ks, SIM_OP_FLASHINFER, t0, T, 0);
+  op_bytes(ks, SIM_OP_FLASHINFER, flashinfer_bytes(k, width, Dk));
   if (!lib_ok(k, st, sk, "build_flashinfer_mixed_sparse_indices") && c->fatal)
     return -1;
 
@@ -836,9 +891,7 @@ static int mixed_batch(kind_step *k) {
       tl = Dk;
       want_len = S + (Dk == 0 ? 0 : cnt);
     } else {
-      tl = k->ratio ? (pos + 1) / k->ratio : 0;
-      if (tl > k->topk)
-        tl = k->topk;
+      tl = topk_len(k, pos);
       if (tl > k->W)
         tl = k->W;
       want_len = S + tl;

@@ -12,6 +12,9 @@
 #include "commands.h"
 #include "sim.h"
 
+/* Column of the option descriptions in the help text. */
+#define HELP_INDENT 26
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: dsv4kv run [options]\n"
@@ -32,7 +35,7 @@ static void usage(FILE *f) {
           "                          for the synthetic workload)\n"
           "  --model NAME            model preset (default deepseek-v4):\n",
           SIM_DEFAULT_REQUESTS);
-  sim_model_list(f);
+  sim_model_list(f, HELP_INDENT);
   fprintf(f,
           "  --format FMT            record of the compressed caches: v4 (584 B), mxfp8 (528 B)\n"
           "                          or nvfp4 (288 B); default v4.  SWA caches always use v4\n"
@@ -46,17 +49,33 @@ static void usage(FILE *f) {
           "  --max-batched-tokens N  token budget of one step: decode tokens first, then\n"
           "                          prefill chunks (default %d)\n"
           "  --max-num-seqs N        running requests at most (default %d)\n"
-          "  --device DEV            cpu (default) or cuda\n"
+          "  --device DEV            cpu (default); cuda is refused: this build has no CUDA\n"
+          "                          backend\n"
           "  --seed N                seed of the synthetic workload, keys and top-k (default %d)\n"
           "  --threads N             CPU threads per library call (default 1; 0: OpenMP's\n"
           "                          default for large calls and 1 for small ones)\n"
-          "  --json FILE             also write the report as JSON to FILE\n"
-          "  --progress MODE         auto (default: a bar on a terminal, periodic lines\n"
-          "                          otherwise), bar, lines or off\n"
-          "  --quiet                 no progress; a one-line summary instead of the report\n"
+          "  --json FILE             also write the report as JSON to FILE; with FILE '-' the\n"
+          "                          JSON goes to stdout and the text report to stderr\n"
+          "  --progress MODE         progress on stderr (the report stays on stdout): auto\n"
+          "                          (default: a bar when stderr is a terminal, periodic\n"
+          "                          lines otherwise), bar, lines or off\n"
+          "  --quiet                 no progress; a one-line summary (formats, requests,\n"
+          "                          tokens, pages, verdict) instead of the report\n"
           "  --skip-bad              skip malformed trace lines (counted in the report)\n"
           "                          instead of stopping at the first one\n"
           "  -h, --help              this text\n"
+          "\n"
+          "report: figures are for one layer of each kind.  Compressed and indexer caches\n"
+          "hold one entry per compress_ratio tokens; sizes are given per entry and per\n"
+          "token.  \"ratio\" is record bytes / bf16 bytes.  \"virtual time\" is the modelled\n"
+          "serving clock (arrivals at trace times, a modelled duration per step), not wall\n"
+          "time.  GB/s counts, per token or entry, the bytes an op reads and writes: inserts\n"
+          "the bf16 key and slot read and the record written; gathers the record read and\n"
+          "the bf16 row written; index ops the int32 entries they read and write (combine:\n"
+          "only the first topk_len + swa_len columns of each row; flashinfer: the full\n"
+          "row); block-table lookups are not counted.  \"-\" marks the simulator's own work\n"
+          "(key synthesis, verification).  Prefix hits are split into pages shared across\n"
+          "requests and pages a preempted request finds again on re-admission.\n"
           "\n"
           "exit status: 0 verification passed; 1 verification failed; 2 the run could not\n"
           "start (bad option or trace, pool too small, no backend for the device).\n",
@@ -137,7 +156,7 @@ int cmd_run(int argc, char **argv) {
         cfg.model = sim_model_find(optarg);
         if (!cfg.model) {
           fprintf(stderr, "dsv4kv run: unknown --model '%s'; presets:\n", optarg);
-          sim_model_list(stderr);
+          sim_model_list(stderr, 2);
           return SIM_EXIT_CANNOT_RUN;
         }
         break;

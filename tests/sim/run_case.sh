@@ -37,6 +37,23 @@ run() {
 
 has_out() { grep -q -- "$1" "$out" || fail "stdout lacks: $1"; }
 has_err() { grep -q -- "$1" "$err" || fail "stderr lacks: $1"; }
+no_out() { ! grep -q -- "$1" "$out" || fail "stdout has: $1"; }
+no_err() { ! grep -q -- "$1" "$err" || fail "stderr has: $1"; }
+# has_json FILE PATTERN: an extended regular expression found in a JSON report.
+has_json() { grep -Eq -- "$2" "$1" || fail "$1 lacks: $2"; }
+
+# The prefix-hit split, as keys of a JSON report (tokens and pages).
+has_prefix_split() {
+  for k in prefix_hit_shared prefix_hit_readmitted; do
+    [ "$(grep -c "\"$k\":" "$1")" -eq 2 ] || fail "$1: \"$k\" not in both tokens and pages"
+  done
+}
+
+# Lines of a stream split at carriage returns, none wider than $2 columns.
+max_width() {
+  tr '\r' '\n' <"$1" | awk -v w="$2" 'length($0) > w { bad = 1 } END { exit bad }' ||
+    fail "$1: a progress line is wider than $2 columns"
+}
 
 # A file with CRLF line endings from LF text on stdin.
 crlf() { sed 's/$/\r/'; }
@@ -45,22 +62,77 @@ case $case_name in
 default)
   run 0 --progress lines --json "$work/default.json"
   has_out "verdict: PASSED"
-  has_out "^progress:"
+  has_out "criteria: sampled keys within a per-element bound"
+  # progress goes to stderr only: `dsv4kv run > report.txt` gets the report alone
+  has_err "^progress:"
+  no_out "progress"
   has_out "peak used"
-  has_out "prefix-hit pages"
+  has_out "prefix     shared across requests [0-9]* tokens ([0-9]* pages); re-admitted after preemption"
+  no_out "NOTE"
   has_out "quantization error"
+  has_out "max |err| is absolute"
   has_out "insert swa"
-  grep -q '"passed":[[:space:]]*true' "$work/default.json" || fail "JSON report lacks passed: true"
-  grep -q '"bytes_per_token"' "$work/default.json" || fail "JSON report lacks bytes_per_token"
+  has_out "B/entry"
+  has_out "c4  *compressed  *v4  *4  *584  *146.0" # B/entry and B/token at ratio 4
+  has_out "virtual time"
+  grep -Eq "make keys \(sim\) +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9]+ +-$" "$out" ||
+    fail "make keys row: GB/s is not '-'"
+  grep -Eq "verify \(sim\) +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9]+ +-$" "$out" ||
+    fail "verify row: GB/s is not '-'"
+  has_out "combine top-k+swa  *topk_len top-k entries read"
+  j="$work/default.json"
+  has_json "$j" '"passed":[[:space:]]*true'
+  has_json "$j" '"version":[[:space:]]*"[0-9]+\.[0-9]+\.[0-9]+"'
+  has_json "$j" '"indexer_format":[[:space:]]*"fp8"'
+  has_json "$j" '"bytes_per_entry":[[:space:]]*584'
+  has_json "$j" '"library_seconds":'
+  has_json "$j" '"tokens_per_s":'
+  has_json "$j" '"pool_bottleneck":[[:space:]]*false'
+  has_json "$j" '"gb_per_s":[[:space:]]*null'
+  has_prefix_split "$j"
+  ;;
+progress)
+  # --progress bar without a terminal: the bar goes to stderr, within the
+  # fallback width of 80 columns, and is cleared at the end
+  run 0 --max-requests 12 --progress bar
+  has_out "verdict: PASSED"
+  ! grep -q "$(printf '\r')" "$out" || fail "a carriage return (the bar) on stdout"
+  grep -q "$(printf '\r')" "$err" || fail "no bar on stderr"
+  has_err "requests"
+  max_width "$err" 79
+  tr '\r' '\n' <"$err" | tail -n 1 | grep -Eq '^ {79}$' || fail "the bar is not cleared by a line of 79 spaces"
+  # auto: stderr is no terminal here, so plain lines
+  run 0 --max-requests 12
+  has_err "^progress: 100%"
+  no_out "progress"
+  run 0 --max-requests 12 --quiet
+  [ ! -s "$err" ] || fail "--quiet wrote to stderr"
+  ;;
+json_stdout)
+  # --json -: stdout is the JSON alone, the text report goes to stderr
+  run 0 --max-requests 12 --json - --progress off
+  [ "$(head -c 1 "$out")" = "{" ] || fail "stdout does not start with the JSON object"
+  [ "$(tail -n 1 "$out")" = "}" ] || fail "stdout does not end with the JSON object"
+  has_out '"passed":[[:space:]]*true'
+  no_out "verdict"
+  has_err "verdict: PASSED"
+  has_prefix_split "$out"
+  run 0 --max-requests 12 --json - --quiet --format mxfp8
+  [ "$(head -c 1 "$out")" = "{" ] || fail "stdout (--quiet) does not start with the JSON object"
+  has_out '"format":[[:space:]]*"mxfp8"'
+  has_err "verification PASSED"
   ;;
 formats)
   # Each compressed record and indexer format, on a small synthetic run.
   for fmt in mxfp8 nvfp4; do
     run 0 --max-requests 24 --format "$fmt" --quiet
     has_out "verification PASSED"
+    has_out "compressed $fmt"
   done
+  has_out "indexer mxfp4" # nvfp4's default indexer format
   run 0 --max-requests 24 --format v4 --indexer-format mxfp4 --model deepseek-v4-topk1024 --quiet
   has_out "verification PASSED"
+  has_out "formats swa v4, compressed v4, indexer mxfp4"
   ;;
 trace)
   file=$1
@@ -73,7 +145,8 @@ trace)
   run 0 --trace "$traces/$file" --max-requests "$n" --progress off --json "$work/$file.json" "$@"
   has_out "requests   $n done of $n"
   has_out "verdict: PASSED"
-  grep -q '"passed":[[:space:]]*true' "$work/$file.json" || fail "JSON report lacks passed: true"
+  has_json "$work/$file.json" '"passed":[[:space:]]*true'
+  has_prefix_split "$work/$file.json"
   ;;
 malformed)
   j="$work/bad.jsonl"
@@ -157,20 +230,50 @@ pool_tight)
   grep -q "peak used 1[0-2] of 12" "$out" || fail "the pool was not used up to its limit"
   grep -Eq "peak [1-9][0-9]* queued" "$out" || fail "no request ever queued"
   grep -Eq ", [1-9][0-9]* preemptions?" "$out" || fail "no request was preempted"
+  # preemption is reported as the pool's limit, with a --num-blocks to try
+  has_out "the page pool was the bottleneck: [1-9][0-9]* preemptions\{0,1\}, [1-9][0-9]* tokens recomputed"
+  has_out "raise --num-blocks (now 12; try 24"
+
+  # Six prompts sharing their first three hash blocks, in the same tight pool:
+  # hits from other requests' pages and re-admitted requests' own pages are
+  # counted apart.
+  j="$work/share.jsonl"
+  for s in 0 1 2 3 4 5; do
+    echo "{\"timestamp\": $((s * 100)), \"input_length\": 2000, \"output_length\": 100, \"hash_ids\": [0, 1, 2, $((10 + s))]}"
+  done >"$j"
+  run 0 --trace "$j" --num-blocks 12 --max-batched-tokens 512 --progress off --json "$work/share.json"
+  has_out "verdict: PASSED"
+  has_out "shared across requests [1-9][0-9]* tokens ([1-9][0-9]* pages); re-admitted after preemption [1-9][0-9]* tokens ([1-9][0-9]* pages)"
+  has_prefix_split "$work/share.json"
+  has_json "$work/share.json" '"prefix_hit_shared":[[:space:]]*[1-9]'
+  has_json "$work/share.json" '"prefix_hit_readmitted":[[:space:]]*[1-9]'
+  has_json "$work/share.json" '"pool_bottleneck":[[:space:]]*true'
   ;;
 cli)
   run 0 --help
   has_out "--max-batched-tokens"
   has_out "--skip-bad"
+  has_out "--json FILE .*'-'"
+  has_out "GB/s counts"
+  # the presets line up with the option descriptions (column 27)
+  grep -Eq "^ {26}deepseek-v4 +swa" "$out" || fail "--help: presets not in the description column"
+  grep -Eq "^ {26}deepseek-v4-topk1024 +swa" "$out" || fail "--help: presets not aligned"
+  [ "$(grep -E '^ +deepseek-v4' "$out" | awk '{ print index($0, "swa +") }' | sort -u | wc -l)" -eq 1 ] ||
+    fail "--help: preset descriptions not in one column"
   run 2 --format fp16
   has_err "--format must be"
   run 2 --block-size 100
   has_err "multiple of compress ratio"
   run 2 --model nope
+  has_err "unknown --model 'nope'"
+  [ "$(grep -E '^  deepseek-v4' "$err" | awk '{ print index($0, "swa +") }' | sort -u | wc -l)" -eq 1 ] ||
+    fail "unknown --model: preset descriptions not in one column"
   run 2 --max-requests 0
   run 2 stray-argument
   run 2 --device cuda
-  has_err "CUDA"
+  has_err "this build has no CUDA backend"
+  has_err "--device cpu"
+  no_err "ebuild"
   ;;
 *)
   echo "unknown case $case_name"

@@ -124,15 +124,25 @@ static void run_sched(const sim_workload *w, int32_t bs, int32_t pages, int32_t 
   }
   CHECK(s.done == w->n, "%s: %lld of %lld done", what, (long long)s.done, (long long)w->n);
   CHECK(p.used == 0, "%s: %d pages still used", what, p.used);
-  CHECK(s.prefill_tokens + s.decode_tokens + s.hit_tokens - s.recomputed_tokens -
-                (int64_t)s.rehit_pages * bs ==
+  /* every token is computed once, or found in another request's pages;
+   * recomputation and re-admission hits only redo (or re-find) earlier work */
+  CHECK(s.prefill_tokens + s.decode_tokens + s.shared_tokens - s.recomputed_tokens ==
             expect_tokens,
-        "%s: token accounting: %lld prefill + %lld decode + %lld hit - %lld recomputed - %lld "
-        "re-hit != %lld",
-        what, (long long)s.prefill_tokens, (long long)s.decode_tokens, (long long)s.hit_tokens,
-        (long long)s.recomputed_tokens, (long long)s.rehit_pages * bs, (long long)expect_tokens);
-  printf("  %s: %lld steps, %lld preemptions, %lld hit pages, peak %d of %d pages\n", what,
-         (long long)s.steps, (long long)s.preemptions, (long long)s.hit_pages, p.peak_used, pages);
+        "%s: token accounting: %lld prefill + %lld decode + %lld shared - %lld recomputed "
+        "!= %lld",
+        what, (long long)s.prefill_tokens, (long long)s.decode_tokens, (long long)s.shared_tokens,
+        (long long)s.recomputed_tokens, (long long)expect_tokens);
+  CHECK(s.shared_tokens + s.readmit_tokens == s.hit_tokens &&
+            s.shared_pages + s.readmit_pages == s.hit_pages,
+        "%s: prefix hits: %lld + %lld tokens != %lld, %lld + %lld pages != %lld", what,
+        (long long)s.shared_tokens, (long long)s.readmit_tokens, (long long)s.hit_tokens,
+        (long long)s.shared_pages, (long long)s.readmit_pages, (long long)s.hit_pages);
+  CHECK(s.preemptions > 0 || s.readmit_pages == 0, "%s: re-admission hits without preemption",
+        what);
+  printf("  %s: %lld steps, %lld preemptions, %lld hit pages (%lld shared, %lld re-admitted), "
+         "peak %d of %d pages\n",
+         what, (long long)s.steps, (long long)s.preemptions, (long long)s.hit_pages,
+         (long long)s.shared_pages, (long long)s.readmit_pages, p.peak_used, pages);
   free(holders);
   sim_batch_free(&b);
   sim_sched_free(&s);
