@@ -125,7 +125,8 @@ typedef enum {
   DSV4KV_ERR_FORMAT = 10,           /* record format / cache description mismatch */
   DSV4KV_WARN_SKIPPED = 11,         /* done, but out-of-range entries were skipped */
   DSV4KV_WARN_NONFINITE = 12,       /* done, input held NaN/Inf (when asked)      */
-  DSV4KV_ERR_BACKEND = 13           /* the backend failed (e.g. a CUDA error)     */
+  DSV4KV_ERR_BACKEND = 13,          /* the backend failed (e.g. a CUDA error)     */
+  DSV4KV_ERR_ALIGNMENT = 14         /* data + byte_offset not aligned to the dtype */
 } dsv4kv_status;
 
 /* A fixed English name for a status ("DSV4KV_ERR_SHAPE: bad tensor shape"). */

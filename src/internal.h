@@ -48,6 +48,11 @@ dsv4kv_status tview_dim_eq(const tview *v, const char *name, int d, int64_t n);
 dsv4kv_status tview_dim_ge(const tview *v, const char *name, int d, int64_t n);
 /* Require the last dimension to be contiguous (stride 1) when it has > 1 element. */
 dsv4kv_status tview_last_contiguous(const tview *v, const char *name);
+/* An output: no two of its elements may share memory (a zero or interleaved
+ * stride would make the bytes depend on the thread schedule). */
+dsv4kv_status tview_output(const tview *v, const char *name);
+/* Two outputs must not overlap. */
+dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, const char *bn);
 
 /* All views of one call must be on one device; returns the device type. */
 typedef struct {
@@ -106,6 +111,8 @@ run_opts run_opts_of(const dsv4kv_options *opt);
  * thread (waking a team costs more than it saves, and on a loaded machine
  * far more). */
 int threads_for(const run_opts *o, int64_t items, int64_t grain);
+/* a * b for non-negative a, b, saturating at INT64_MAX (0 when either is <= 0). */
+int64_t sat_mul(int64_t a, int64_t b);
 
 #endif
 
@@ -119,5 +126,8 @@ typedef struct {
 void skiplog_init(skiplog *s);
 void skiplog_note(skiplog *s, int64_t key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for n entries skipped at once (n > 0). */
+void skiplog_note_n(skiplog *s, int64_t n, int64_t key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Finishes an op: stores counts, sets the message of a warning. */
 dsv4kv_status skiplog_finish(const skiplog *s, const run_opts *o, int64_t nonfinite);

@@ -24,6 +24,7 @@ const char *dsv4kv_status_string(dsv4kv_status st) {
     case DSV4KV_WARN_SKIPPED: return "DSV4KV_WARN_SKIPPED: out-of-range entries were skipped";
     case DSV4KV_WARN_NONFINITE: return "DSV4KV_WARN_NONFINITE: input held NaN or Inf";
     case DSV4KV_ERR_BACKEND: return "DSV4KV_ERR_BACKEND: backend failure";
+    case DSV4KV_ERR_ALIGNMENT: return "DSV4KV_ERR_ALIGNMENT: tensor data not aligned to its element size";
   }
   return "unknown dsv4kv status";
 }
@@ -48,8 +49,18 @@ run_opts run_opts_of(const dsv4kv_options *opt) {
     o.check_nonfinite = opt->check_nonfinite;
     o.num_threads = opt->num_threads > 0 ? opt->num_threads : 0;
   }
+  /* More threads than processors never helps; a huge request would only make
+   * OpenMP try to create them. */
+  int procs = omp_get_num_procs();
   if (o.num_threads == 0) o.num_threads = omp_get_max_threads();
+  if (o.num_threads > procs) o.num_threads = procs;
+  if (o.num_threads < 1) o.num_threads = 1;
   return o;
+}
+
+int64_t sat_mul(int64_t a, int64_t b) {
+  if (a <= 0 || b <= 0) return 0;
+  return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
 int threads_for(const run_opts *o, int64_t items, int64_t grain) {
@@ -62,6 +73,24 @@ void skiplog_init(skiplog *s) {
   s->count = 0;
   s->first_key = INT64_MAX;
   s->msg[0] = '\0';
+}
+
+static void skiplog_vnote(skiplog *s, int64_t n, int64_t key, const char *fmt, va_list ap) {
+#pragma omp critical(dsv4kv_skiplog)
+  {
+    s->count += n;
+    if (key < s->first_key) {
+      s->first_key = key;
+      vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+    }
+  }
+}
+
+void skiplog_note_n(skiplog *s, int64_t n, int64_t key, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  skiplog_vnote(s, n, key, fmt, ap);
+  va_end(ap);
 }
 
 void skiplog_note(skiplog *s, int64_t key, const char *fmt, ...) {

@@ -62,6 +62,11 @@ static dsv4kv_status fill_view(tview *v, const DLTensor *t, const char *name, dt
     if (t->shape[d] < 0)
       return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s.shape[%d] = %lld is negative", name, d,
                          (long long)t->shape[d]);
+    /* No real tensor has 2^48 elements along one axis; the cap keeps every
+     * sum of extents in the ops far from overflow. */
+    if (t->shape[d] > ((int64_t)1 << 48))
+      return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s.shape[%d] = %lld exceeds 2^48", name, d,
+                         (long long)t->shape[d]);
     v->shape[d] = t->shape[d];
     if (t->shape[d] != 0 && numel > INT64_MAX / t->shape[d])
       return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s has more elements than int64 can count", name);
@@ -91,6 +96,9 @@ static dsv4kv_status fill_view(tview *v, const DLTensor *t, const char *name, dt
   }
   if (numel > 0 && !t->data) return dsv4kv_fail(DSV4KV_ERR_NULL, "%s.data is NULL", name);
   v->data = t->data ? (uint8_t *)t->data + t->byte_offset : NULL;
+  if ((uintptr_t)v->data % (uintptr_t)v->elem_bytes != 0)
+    return dsv4kv_fail(DSV4KV_ERR_ALIGNMENT, "%s.data + byte_offset = %p is not aligned to its %d-byte elements",
+                       name, (void *)v->data, v->elem_bytes);
   return DSV4KV_OK;
 }
 
@@ -165,4 +173,51 @@ dsv4kv_status devsel_backend(const devsel *d) {
                        "the tensors are on CUDA device %d but this build has no CUDA backend", d->id);
   return dsv4kv_fail(DSV4KV_ERR_DEVICE, "device type %d is not supported (CPU only in this build)",
                      (int)d->type);
+}
+
+/* Byte span [lo, hi) of a view (hi == lo when empty). */
+static void span_of(const tview *v, uintptr_t *lo, uintptr_t *hi) {
+  int64_t last = 0;
+  for (int d = 0; d < v->ndim; d++) {
+    if (v->shape[d] == 0) {
+      *lo = *hi = (uintptr_t)v->data;
+      return;
+    }
+    last += (v->shape[d] - 1) * v->stride[d];
+  }
+  *lo = (uintptr_t)v->data;
+  *hi = *lo + (uintptr_t)(last + 1) * (uintptr_t)v->elem_bytes;
+}
+
+dsv4kv_status tview_output(const tview *v, const char *name) {
+  /* Sort the dims with more than one element by stride; each stride must
+   * step past everything the smaller dims cover. */
+  int order[4], n = 0;
+  for (int d = 0; d < v->ndim; d++)
+    if (v->shape[d] > 1) order[n++] = d;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v->stride[order[j]] < v->stride[order[j - 1]]; j--) {
+      int tmp = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = tmp;
+    }
+  int64_t covered = 1; /* elements spanned by the dims so far, + 1 */
+  for (int i = 0; i < n; i++) {
+    int d = order[i];
+    if (v->stride[d] < covered)
+      return dsv4kv_fail(DSV4KV_ERR_STRIDE,
+                         "%s.strides[%d] = %lld makes elements overlap; an output needs distinct memory per element",
+                         name, d, (long long)v->stride[d]);
+    covered = (v->shape[d] - 1) * v->stride[d] + covered;
+  }
+  return DSV4KV_OK;
+}
+
+dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, const char *bn) {
+  uintptr_t alo, ahi, blo, bhi;
+  span_of(a, &alo, &ahi);
+  span_of(b, &blo, &bhi);
+  if (alo < bhi && blo < ahi)
+    return dsv4kv_fail(DSV4KV_ERR_STRIDE, "outputs %s and %s overlap in memory", an, bn);
+  return DSV4KV_OK;
 }

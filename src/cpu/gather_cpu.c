@@ -57,18 +57,40 @@ dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log) 
   const int64_t bs = c->block_size;
   const int64_t max_tokens = a->out.shape[1];
   const int64_t max_pages = a->block_table.shape[1];
-  /* Per-request L and start; the flattened token space is their prefix sum. */
+  /* Per request, the tokens i in [lo, hi) of its L that can be gathered:
+   * position seq_len - L + i >= 0 and row offset + i < max_tokens.  The rest
+   * are counted in bulk (the work never follows a length VALUE past what out
+   * can hold); the flattened token space is the prefix sum of hi - lo. */
   int64_t *first = malloc((size_t)(a->R + 1) * sizeof *first);
-  if (!first) return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory planning the gather");
+  int64_t *lo = malloc((size_t)(a->R + 1) * sizeof *lo);
+  if (!first || !lo) {
+    free(first);
+    free(lo);
+    return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory planning the gather");
+  }
+  const int64_t rows_left = a->offset < max_tokens ? max_tokens - a->offset : 0;
   first[0] = 0;
   for (int64_t r = 0; r < a->R; r++) {
-    int64_t L = a->has_gather_lens ? tv_i32_1(&a->gather_lens, r) : tv_i32_1(&a->seq_lens, r);
+    int64_t seq_len = tv_i32_1(&a->seq_lens, r);
+    int64_t L = a->has_gather_lens ? tv_i32_1(&a->gather_lens, r) : seq_len;
+    int64_t l = 0, h = 0;
     if (L < 0) {
       skiplog_note(log, r << 32, "%s[%" PRId64 "] = %" PRId64 " is negative",
                    a->has_gather_lens ? "gather_lens" : "seq_lens", r, L);
-      L = 0;
+    } else {
+      l = L > seq_len ? L - seq_len : 0;
+      h = L < rows_left ? L : rows_left;
+      if (l > h) l = h;
+      if (l > 0)
+        skiplog_note_n(log, l, r << 32, "request %" PRId64 ": gather length %" PRId64 " exceeds seq_lens[%" PRId64
+                       "] = %" PRId64, r, L, r, seq_len);
+      if (h < L)
+        skiplog_note_n(log, L - h, (r << 32) | (h & 0xFFFFFFFF), "request %" PRId64 ": out rows %" PRId64 "..%" PRId64
+                       " (offset %" PRId64 " + token) are past out's %" PRId64 " rows",
+                       r, a->offset + h, a->offset + L - 1, a->offset, max_tokens);
     }
-    first[r + 1] = first[r] + L;
+    lo[r] = l;
+    first[r + 1] = first[r] + (h - l);
   }
   const int64_t total = first[a->R];
 
@@ -79,22 +101,12 @@ dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log) 
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < total; g++) {
       while (first[r + 1] <= g) r++; /* monotone within a thread's static chunk */
-      int64_t i = g - first[r];
-      int64_t L = first[r + 1] - first[r];
-      int64_t seq_len = tv_i32_1(&a->seq_lens, r);
-      int64_t pos = seq_len - L + i;
-      int64_t row = a->offset + i;
-      int64_t key = (r << 32) | (i & 0xFFFFFFFF);
-      if (row >= max_tokens) {
-        skiplog_note(log, key, "request %" PRId64 ": out row %" PRId64 " (offset %" PRId64 " + %" PRId64
-                     ") is past out's %" PRId64 " rows", r, row, a->offset, i, max_tokens);
-        continue;
-      }
-      if (pos < 0) {
-        skiplog_note(log, key, "request %" PRId64 ": gather length %" PRId64 " exceeds seq_lens[%" PRId64
-                     "] = %" PRId64 " (position %" PRId64 ")", r, L, r, seq_len, pos);
-        continue;
-      }
+      const int64_t seq_len = tv_i32_1(&a->seq_lens, r);
+      const int64_t L = a->has_gather_lens ? tv_i32_1(&a->gather_lens, r) : seq_len;
+      const int64_t i = lo[r] + (g - first[r]);
+      const int64_t pos = seq_len - L + i; /* >= 0 */
+      const int64_t row = a->offset + i;   /* < max_tokens */
+      const int64_t key = (r << 32) | (i & 0xFFFFFFFF);
       int64_t lp = pos / bs;
       if (lp >= max_pages) {
         skiplog_note(log, key, "request %" PRId64 ": position %" PRId64 " needs block_table[%" PRId64 "][%" PRId64
@@ -112,5 +124,6 @@ dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log) 
     }
   }
   free(first);
+  free(lo);
   return DSV4KV_OK;
 }

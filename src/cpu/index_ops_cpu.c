@@ -35,7 +35,7 @@ static inline int32_t remap(int64_t v, pagediv d, int64_t span) {
 dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skiplog *log) {
   const int64_t bs = a->block_size;
   const pagediv pd = pagediv_of(bs);
-  const int nt = threads_for(o, a->T * (a->K / 256 + 1), 64);
+  const int nt = threads_for(o, sat_mul(a->T, a->K / 256 + 1), 64);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->T; t++) {
     int64_t req = tv_i32_1(&a->req, t);
@@ -67,7 +67,7 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skip
 /* ---- §5.2 ---------------------------------------------------------------- */
 dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log) {
   const int64_t base = tv_i32_1(&a->qsl, 0);
-  const int nt = threads_for(o, a->T * ((a->topk_n + a->window_size) / 256 + 1), 64);
+  const int nt = threads_for(o, sat_mul(a->T, ((int64_t)a->topk_n + a->window_size) / 256 + 1), 64);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   for (int64_t r = 0; r < a->R; r++) {
     /* Requests in order, tokens of one request in parallel: overlapping query
@@ -77,13 +77,16 @@ dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log
     const int64_t start_pos = seq_len - (qe - qs);
     const int64_t gather_start = seq_len - tv_i32_1(&a->gather_lens, r);
     const int64_t Mr = (int64_t)a->M * r;
+    /* Tokens outside [0, T) are counted in bulk: the loop never follows a
+     * query_start_loc VALUE past the rows that exist. */
+    const int64_t t_lo = qs > 0 ? qs : 0, t_hi = qe < a->T ? qe : a->T;
+    const int64_t outside = qe > qs ? (qe - qs) - (t_hi > t_lo ? t_hi - t_lo : 0) : 0;
+#pragma omp single nowait
+    if (outside > 0)
+      skiplog_note_n(log, outside, r, "request %" PRId64 ": tokens [%" PRId64 ", %" PRId64
+                     ") from query_start_loc reach outside topk_indices' %" PRId64 " rows", r, qs, qe, a->T);
 #pragma omp for schedule(static)
-    for (int64_t t = qs; t < qe; t++) {
-      if (t < 0 || t >= a->T) {
-        skiplog_note(log, r * 4294967296LL + (t - qs), "request %" PRId64 ": token %" PRId64
-                     " (from query_start_loc) is outside topk_indices' %" PRId64 " rows", r, t, a->T);
-        continue;
-      }
+    for (int64_t t = t_lo; t < t_hi; t++) {
       const int64_t pos = start_pos + (t - qs);
       int64_t topk_len = 0;
       if (a->compress_ratio > 0) {
@@ -180,7 +183,7 @@ static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv 
 
 dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const run_opts *o, skiplog *log) {
   const pagediv swa = pagediv_of(a->swa_bs), cmp = pagediv_of(a->c_bs);
-  const int nt = threads_for(o, (a->D + a->P) * ((a->S + a->K4) / 256 + 1), 64);
+  const int nt = threads_for(o, sat_mul(a->D + a->P, (a->S + a->K4) / 256 + 1), 64);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->D + a->P; t++) {
     if (t < a->D)

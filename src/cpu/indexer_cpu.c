@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "cpu/quant.h"
 #include "formats/numfmt.h"
 #include "formats/records.h"
 
@@ -149,10 +150,10 @@ dsv4kv_status cpu_indexer_store(const indexer_args *a, const run_opts *o, skiplo
                    t, pos, cp, cs_rows);
       continue;
     }
-    if (losers && losers[t]) continue;
     const uint16_t *k = (const uint16_t *)(a->k_pre.data + t * a->k_pre.stride[0] * 2);
-    if (o->check_nonfinite)
-      for (int d = 0; d < INDEXER_DIM; d++) nonfinite += (k[d] & 0x7F80u) == 0x7F80u;
+    /* Counted before the duplicate check: independent of the thread count. */
+    if (o->check_nonfinite) nonfinite += count_nonfinite_bf16(k, INDEXER_DIM);
+    if (losers && losers[t]) continue;
     float r[INDEXER_DIM];
     norm_rope_row(a, k, cp, r);
     uint8_t *page = c->base + (slot / bs) * c->page_stride;

@@ -26,11 +26,13 @@ dsv4kv_status cpu_quantize_insert(const insert_args *a, const run_opts *o, skipl
                    t, slot, num_slots);
       continue;
     }
-    if (losers && losers[t]) continue;
     const uint16_t *x = (const uint16_t *)(a->k.data + t * a->k.stride[0] * 2);
+    /* Counted for every row with a valid slot, also one a later row overwrites,
+     * so the count never depends on the thread count. */
+    if (o->check_nonfinite) nonfinite += count_nonfinite_bf16(x, HEAD_DIM);
+    if (losers && losers[t]) continue;
     uint8_t *page = c->base + (slot / bs) * c->page_stride;
     int64_t p = slot % bs;
-    if (o->check_nonfinite) nonfinite += count_nonfinite_bf16(x, HEAD_DIM);
     switch (c->record) {
       case DSV4KV_RECORD_V4:
         quant_v4_record(x, c->fp8, page + v4_data_off(p), page + v4_scale_off(bs, p));

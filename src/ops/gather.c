@@ -16,6 +16,7 @@ dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DL
   if ((st = tview_make(&a.out, out, "out", DT_BF16, 3))) return st;
   if ((st = tview_dim_eq(&a.out, "out", 2, HEAD_DIM))) return st;
   if ((st = tview_last_contiguous(&a.out, "out"))) return st;
+  if ((st = tview_output(&a.out, "out"))) return st;
   if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, main_records))) return st;
   if ((st = tview_make(&a.seq_lens, seq_lens, "seq_lens", DT_I32, 1))) return st;
   a.R = a.seq_lens.shape[0];

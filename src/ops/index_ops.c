@@ -37,6 +37,9 @@ dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
   if ((st = tview_dim_eq(&a.global_out, "global_out", 1, a.K))) return st;
   if ((st = tview_make(&a.lens_out, lens_out, "lens_out", DT_I32, 1))) return st;
   if ((st = tview_dim_eq(&a.lens_out, "lens_out", 0, a.T))) return st;
+  if ((st = tview_output(&a.global_out, "global_out")) || (st = tview_output(&a.lens_out, "lens_out")) ||
+      (st = tview_disjoint(&a.global_out, "global_out", &a.lens_out, "lens_out")))
+    return st;
 
   devsel dev = {0};
   const tview *v[] = {&a.topk, &a.req, &a.block_table, &a.valid, &a.global_out, &a.lens_out};
@@ -92,6 +95,9 @@ static dsv4kv_status combine_outputs(combine_args *a, const DLTensor *combined, 
   a->C = a->combined.shape[1];
   if ((st = tview_make(&a->lens, lens, "lens", DT_I32, 1))) return st;
   if ((st = tview_dim_eq(&a->lens, "lens", 0, a->T))) return st;
+  if ((st = tview_output(&a->combined, "combined")) || (st = tview_output(&a->lens, "lens")) ||
+      (st = tview_disjoint(&a->combined, "combined", &a->lens, "lens")))
+    return st;
   return DSV4KV_OK;
 }
 
@@ -173,8 +179,10 @@ dsv4kv_status dsv4kv_combine_topk_swa_indices_alloc(
     return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
                        "topk_indices is not on the CPU; this build allocates CPU outputs only");
   int64_t C = ((int64_t)topk + window_size + 127) / 128 * 128;
-  if (a.T > 0 && C > (INT64_MAX / 8) / a.T)
-    return dsv4kv_fail(DSV4KV_ERR_SHAPE, "combined would have %lld x %lld entries; too many",
+  /* A cap on what the library allocates for the caller: 2^31 entries (8 GiB). */
+  if (sat_mul(a.T, C) > ((int64_t)1 << 31))
+    return dsv4kv_fail(DSV4KV_ERR_ALLOC,
+                       "combined would have %lld x %lld entries, over the 2^31 this call allocates; pass your own outputs",
                        (long long)a.T, (long long)C);
   DLManagedTensor *comb = owned_i32_new(2, a.T, C, -1);
   DLManagedTensor *ln = owned_i32_new(1, a.T, 0, 0);
@@ -276,6 +284,9 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
   if ((st = tview_dim_eq(&a.out, "sparse_indices", 1, a.S + a.K4))) return st;
   if ((st = tview_make(&a.lens, sparse_lens, "sparse_lens", DT_I32, 1))) return st;
   if ((st = tview_dim_eq(&a.lens, "sparse_lens", 0, a.D + a.P))) return st;
+  if ((st = tview_output(&a.out, "sparse_indices")) || (st = tview_output(&a.lens, "sparse_lens")) ||
+      (st = tview_disjoint(&a.out, "sparse_indices", &a.lens, "sparse_lens")))
+    return st;
 
   devsel dev = {0};
   const tview *v[] = {&a.dswa, a.has_dcomp ? &a.dcomp : NULL, a.has_dcomp_lens ? &a.dcomp_lens : NULL,
