@@ -85,9 +85,9 @@ dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log) 
         skiplog_note_n(log, l, r << 32, "request %" PRId64 ": gather length %" PRId64 " exceeds seq_lens[%" PRId64
                        "] = %" PRId64, r, L, r, seq_len);
       if (h < L)
-        skiplog_note_n(log, L - h, (r << 32) | (h & 0xFFFFFFFF), "request %" PRId64 ": out rows %" PRId64 "..%" PRId64
-                       " (offset %" PRId64 " + token) are past out's %" PRId64 " rows",
-                       r, a->offset + h, a->offset + L - 1, a->offset, max_tokens);
+        skiplog_note_n(log, L - h, (r << 32) | (h & 0xFFFFFFFF), "request %" PRId64 ": %" PRId64
+                       " tokens would land at out rows from offset %" PRId64 " + %" PRId64
+                       ", past out's %" PRId64 " rows", r, L - h, a->offset, h, max_tokens);
     }
     lo[r] = l;
     first[r + 1] = first[r] + (h - l);

@@ -1,0 +1,252 @@
+/* SPEC §7 beyond argument checks: what fuzzing the API found, pinned.
+ * Index VALUES must never drive work or memory past the tensors passed in
+ * (huge lengths, huge offsets, huge query_start_loc), outputs must not alias,
+ * data must be aligned, and counts must not depend on the thread count. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "support/support.h"
+
+static double seconds(void) {
+  struct timespec t;
+  timespec_get(&t, TIME_UTC);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A gather whose offset is near INT64_MAX: offset + i must not wrap into a
+ * row that passes the bounds check.  Every token is skipped and counted. */
+static void sec7_gather_offset_near_int64_max(void **state) {
+  (void)state;
+  tcache c;
+  tcache_make(&c, DSV4KV_RECORD_MXFP8, 0, 16, 1, 0, 0x11, 0);
+  fbuf ob;
+  uint16_t *out = fb_alloc(&ob, 2 * 512 * 2, 64);
+  fill_u16(out, 2 * 512, 0xA5A5);
+  tview o, sl, bt;
+  tv_3d(&o, out, dt_bf16(), 1, 2, 512, 1024, 512, 1);
+  int32_t seq_lens[1] = {6}, table[1] = {0};
+  tv_1d(&sl, seq_lens, dt_i32(), 1);
+  tv_2d(&bt, table, dt_i32(), 1, 1, 1);
+  int64_t skipped = -1;
+  dsv4kv_options opt = {.skipped = &skipped};
+  assert_status(dsv4kv_dequantize_and_gather_k_cache(&o.t, &c.v.t, &c.desc, &sl.t, NULL, &bt.t,
+                                                     INT64_MAX, &opt),
+                DSV4KV_WARN_SKIPPED);
+  assert_int_equal(skipped, 6);
+  for (int i = 0; i < 2 * 512; i++) assert_int_equal(out[i], 0xA5A5);
+  assert_true(fb_guards_ok(&ob));
+  fb_free(&ob);
+  tcache_free(&c);
+}
+
+/* Lengths and query_start_loc values of 10^8 against one-row outputs: the
+ * call returns at once with the surplus counted, not after 10^8 iterations. */
+static void sec7_work_bounded_by_tensors_not_values(void **state) {
+  (void)state;
+  tcache c;
+  tcache_make(&c, DSV4KV_RECORD_MXFP8, 0, 16, 1, 0, 0x22, 0);
+  uint16_t out[512];
+  tview o, sl, bt;
+  tv_3d(&o, out, dt_bf16(), 1, 1, 512, 512, 512, 1);
+  int32_t seq_lens[1] = {100000000}, table[1] = {0};
+  tv_1d(&sl, seq_lens, dt_i32(), 1);
+  tv_2d(&bt, table, dt_i32(), 1, 1, 1);
+  int64_t skipped = -1;
+  dsv4kv_options opt = {.skipped = &skipped};
+  double t0 = seconds();
+  assert_status(dsv4kv_dequantize_and_gather_k_cache(&o.t, &c.v.t, &c.desc, &sl.t, NULL, &bt.t, 0, &opt),
+                DSV4KV_WARN_SKIPPED);
+  /* Only token 0 fits out's one row, and its position 0 lives in page 0. */
+  assert_int_equal(skipped, 100000000 - 1);
+
+  int32_t topk[1] = {0}, qsl[2] = {0, 100000000}, gl[1] = {1}, comb[128 + 1], lens[1];
+  tview tk, q, s, g, cb, ln;
+  tv_2d(&tk, topk, dt_i32(), 1, 1, 1);
+  tv_1d(&q, qsl, dt_i32(), 2);
+  int32_t one[1] = {1};
+  tv_1d(&s, one, dt_i32(), 1);
+  tv_1d(&g, gl, dt_i32(), 1);
+  tv_2d(&cb, comb, dt_i32(), 1, 129, 129);
+  tv_1d(&ln, lens, dt_i32(), 1);
+  assert_status(dsv4kv_combine_topk_swa_indices(&tk.t, &q.t, &s.t, &g.t, 128, 0, 0, 0, 0, &cb.t,
+                                                &ln.t, &opt),
+                DSV4KV_WARN_SKIPPED);
+  assert_int_equal(skipped, 100000000 - 1);
+  /* Both calls together: milliseconds, far from the seconds 10^8 steps take. */
+  assert_true(seconds() - t0 < 1.0);
+  tcache_free(&c);
+}
+
+/* An output with a zero or interleaved stride, or two outputs in one buffer:
+ * rejected, since the bytes would depend on the thread schedule. */
+static void sec7_overlapping_outputs_rejected(void **state) {
+  (void)state;
+  int32_t topk[4] = {0, 1, 2, 3}, req[2] = {0, 0}, table[1] = {7}, buf[16];
+  uint8_t valid[2] = {1, 1};
+  tview tk, rq, bt, va, go, lo;
+  tv_2d(&tk, topk, dt_i32(), 2, 2, 2);
+  tv_1d(&rq, req, dt_i32(), 2);
+  tv_2d(&bt, table, dt_i32(), 1, 1, 1);
+  tv_1d(&va, valid, dt_bool(), 2);
+  int64_t g_shape[2] = {2, 2}, g_zero[2] = {2, 0}, g_inter[2] = {1, 1}, l_shape[1] = {2}, l_zero[1] = {0};
+
+  tv_init(&go, buf, dt_i32(), 2, g_shape, g_zero);
+  tv_1d(&lo, buf + 8, dt_i32(), 2);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_STRIDE);
+  assert_non_null(strstr(dsv4kv_last_error(), "global_out"));
+
+  tv_init(&go, buf, dt_i32(), 2, g_shape, g_inter);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_STRIDE);
+
+  tv_init(&go, buf, dt_i32(), 2, g_shape, NULL);
+  tv_init(&lo, buf, dt_i32(), 1, l_shape, l_zero);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_STRIDE);
+  assert_non_null(strstr(dsv4kv_last_error(), "lens_out"));
+
+  tv_1d(&lo, buf + 2, dt_i32(), 2); /* inside global_out's 4 entries */
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_STRIDE);
+  assert_non_null(strstr(dsv4kv_last_error(), "overlap"));
+
+  tv_1d(&lo, buf + 4, dt_i32(), 2); /* right after it: fine */
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_OK);
+  assert_int_equal(buf[0], 28);
+  assert_int_equal(buf[3], 31);
+  assert_int_equal(buf[4], 2);
+}
+
+/* data + byte_offset not a multiple of the element size. */
+static void sec7_misaligned_data(void **state) {
+  (void)state;
+  _Alignas(16) uint8_t raw[64] = {0};
+  int32_t req[1] = {0}, table[1] = {0}, g[1], l[1];
+  uint8_t valid[1] = {1};
+  tview tk, rq, bt, va, go, lo;
+  tv_2d(&tk, raw, dt_i32(), 1, 1, 1);
+  tk.t.byte_offset = 1;
+  tv_1d(&rq, req, dt_i32(), 1);
+  tv_2d(&bt, table, dt_i32(), 1, 1, 1);
+  tv_1d(&va, valid, dt_bool(), 1);
+  tv_2d(&go, g, dt_i32(), 1, 1, 1);
+  tv_1d(&lo, l, dt_i32(), 1);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 1, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_ALIGNMENT);
+  assert_non_null(strstr(dsv4kv_last_error(), "topk_indices"));
+  tk.t.byte_offset = 4;
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 1, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_OK);
+}
+
+/* Shapes past 2^48 (reachable with zero strides over a few bytes) are refused
+ * before any extent arithmetic can overflow. */
+static void sec7_huge_broadcast_shapes(void **state) {
+  (void)state;
+  int32_t z[4] = {0};
+  int32_t g[1], l[1];
+  uint8_t valid[1] = {1};
+  int64_t big[2] = {INT64_C(1) << 62, 1}, zero[2] = {0, 0};
+  tview tk, rq, bt, va, go, lo;
+  tv_init(&tk, z, dt_i32(), 2, big, zero);
+  tv_1d(&rq, z, dt_i32(), 1);
+  tv_2d(&bt, z, dt_i32(), 1, 1, 1);
+  tv_1d(&va, valid, dt_bool(), 1);
+  tv_2d(&go, g, dt_i32(), 1, 1, 1);
+  tv_1d(&lo, l, dt_i32(), 1);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 1, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_SHAPE);
+  assert_non_null(strstr(dsv4kv_last_error(), "2^48"));
+}
+
+/* The allocating combine refuses a window_size that would make it allocate
+ * terabytes, rather than trying. */
+static void sec7_alloc_capped(void **state) {
+  (void)state;
+  int32_t topk[4] = {0}, qsl[2] = {0, 4}, sl[1] = {4}, gl[1] = {4};
+  tview tk, q, s, g;
+  tv_2d(&tk, topk, dt_i32(), 4, 1, 1);
+  tv_1d(&q, qsl, dt_i32(), 2);
+  tv_1d(&s, sl, dt_i32(), 1);
+  tv_1d(&g, gl, dt_i32(), 1);
+  DLManagedTensor *comb = (DLManagedTensor *)1, *lens = (DLManagedTensor *)1;
+  assert_status(dsv4kv_combine_topk_swa_indices_alloc(&tk.t, &q.t, &s.t, &g.t, INT32_MAX, 0, 0, 0, 0,
+                                                      &comb, &lens, NULL),
+                DSV4KV_ERR_ALLOC);
+  assert_null(comb);
+  assert_null(lens);
+}
+
+/* A thread count far past the machine's is capped, not handed to OpenMP. */
+static void sec7_num_threads_capped(void **state) {
+  (void)state;
+  tcache c;
+  tcache_make(&c, DSV4KV_RECORD_V4, 0, 16, 64, 0, 0x33, 0);
+  enum { T = 1024 };
+  uint16_t *k = malloc((size_t)T * 512 * 2);
+  int64_t *slots = malloc(T * sizeof *slots);
+  rng_t r;
+  rng_seed(&r, 7);
+  for (int t = 0; t < T; t++) {
+    gen_row(&r, k + (size_t)t * 512, 512, 0);
+    slots[t] = t;
+  }
+  tview kv, sv;
+  tv_2d(&kv, k, dt_bf16(), T, 512, 512);
+  tv_1d(&sv, slots, dt_i64(), T);
+  dsv4kv_options opt = {.num_threads = 1000000};
+  double t0 = seconds();
+  assert_status(dsv4kv_quantize_and_insert_k_cache(&kv.t, &c.v.t, &c.desc, &sv.t, &opt), DSV4KV_OK);
+  assert_true(seconds() - t0 < 5.0);
+  free(k);
+  free(slots);
+  tcache_free(&c);
+}
+
+/* check_nonfinite counts every row with a valid slot, also one that a later
+ * row overwrites, so the count is the same for 1 and 2 threads. */
+static void sec7_nonfinite_count_independent_of_threads(void **state) {
+  (void)state;
+  enum { T = 256 };
+  tcache c;
+  tcache_make(&c, DSV4KV_RECORD_MXFP8, 0, 16, 1, 0, 0, 0);
+  static uint16_t k[T * 512];
+  static int64_t slots[T];
+  for (int i = 0; i < T * 512; i++) k[i] = 0x3F80; /* 1.0 */
+  k[0] = 0x7FC0;                                    /* one NaN, in row 0 */
+  for (int t = 0; t < T; t++) slots[t] = 5;         /* every row names slot 5 */
+  tview kv, sv;
+  tv_2d(&kv, k, dt_bf16(), T, 512, 512);
+  tv_1d(&sv, slots, dt_i64(), T);
+  for (int nt = 1; nt <= 2; nt++) {
+    int64_t nonfinite = -1;
+    dsv4kv_options opt = {.nonfinite = &nonfinite, .check_nonfinite = 1, .num_threads = nt};
+    assert_status(dsv4kv_quantize_and_insert_k_cache(&kv.t, &c.v.t, &c.desc, &sv.t, &opt),
+                  DSV4KV_WARN_NONFINITE);
+    assert_int_equal(nonfinite, 1);
+  }
+  tcache_free(&c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(sec7_gather_offset_near_int64_max),
+      cmocka_unit_test(sec7_work_bounded_by_tensors_not_values),
+      cmocka_unit_test(sec7_overlapping_outputs_rejected),
+      cmocka_unit_test(sec7_misaligned_data),
+      cmocka_unit_test(sec7_huge_broadcast_shapes),
+      cmocka_unit_test(sec7_alloc_capped),
+      cmocka_unit_test(sec7_num_threads_capped),
+      cmocka_unit_test(sec7_nonfinite_count_independent_of_threads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
