@@ -116,6 +116,14 @@ int64_t sat_mul(int64_t a, int64_t b);
 
 #endif
 
+/* Ordering key of a skipped entry: (major, minor) with minor saturated at
+ * 2^bits - 1; unsigned arithmetic, so no overflow whatever the values. */
+static inline int64_t skip_key(int64_t major, int64_t minor, int bits) {
+  uint64_t lim = ((uint64_t)1 << bits) - 1;
+  uint64_t m = minor < 0 ? 0 : (uint64_t)minor > lim ? lim : (uint64_t)minor;
+  return (int64_t)((((uint64_t)major << bits) | m) >> 1);
+}
+
 /* The first (lowest-keyed) out-of-range entry of a call, for its message.
  * Kernels call skiplog_note only on the rare skip path, so the lock is cheap. */
 typedef struct {
@@ -130,4 +138,6 @@ void skiplog_note(skiplog *s, int64_t key, const char *fmt, ...)
 void skiplog_note_n(skiplog *s, int64_t n, int64_t key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Finishes an op: stores counts, sets the message of a warning. */
-dsv4kv_status skiplog_finish(const skiplog *s, const run_opts *o, int64_t nonfinite);
+/* `input` names the tensor whose non-finite values were counted (or NULL). */
+dsv4kv_status skiplog_finish(const skiplog *s, const run_opts *o, int64_t nonfinite,
+                             const char *input);

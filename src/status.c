@@ -107,7 +107,8 @@ void skiplog_note(skiplog *s, int64_t key, const char *fmt, ...) {
   }
 }
 
-dsv4kv_status skiplog_finish(const skiplog *s, const run_opts *o, int64_t nonfinite) {
+dsv4kv_status skiplog_finish(const skiplog *s, const run_opts *o, int64_t nonfinite,
+                             const char *input) {
   if (o->skipped) *o->skipped = s->count;
   if (o->nonfinite) *o->nonfinite = o->check_nonfinite ? nonfinite : 0;
   if (s->count > 0) {
@@ -118,8 +119,8 @@ dsv4kv_status skiplog_finish(const skiplog *s, const run_opts *o, int64_t nonfin
   }
   if (o->check_nonfinite && nonfinite > 0)
     return dsv4kv_fail(DSV4KV_WARN_NONFINITE,
-                       "%lld non-finite input values were stored as the reference stores them",
-                       (long long)nonfinite);
+                       "%s holds %lld NaN/Inf values; stored as the reference stores them",
+                       input ? input : "the input", (long long)nonfinite);
   dsv4kv_clear_error();
   return DSV4KV_OK;
 }

@@ -191,10 +191,14 @@ static void span_of(const tview *v, uintptr_t *lo, uintptr_t *hi) {
 
 dsv4kv_status tview_output(const tview *v, const char *name) {
   /* Sort the dims with more than one element by stride; each stride must
-   * step past everything the smaller dims cover. */
+   * step past everything the smaller dims cover.  (A sufficient test: exotic
+   * interleavings with distinct elements, e.g. shape [3, 2] strides [2, 3],
+   * are refused too.) */
   int order[4], n = 0;
-  for (int d = 0; d < v->ndim; d++)
+  for (int d = 0; d < v->ndim; d++) {
+    if (v->shape[d] == 0) return DSV4KV_OK; /* no elements, nothing to overlap */
     if (v->shape[d] > 1) order[n++] = d;
+  }
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && v->stride[order[j]] < v->stride[order[j - 1]]; j--) {
       int tmp = order[j];
@@ -206,7 +210,7 @@ dsv4kv_status tview_output(const tview *v, const char *name) {
     int d = order[i];
     if (v->stride[d] < covered)
       return dsv4kv_fail(DSV4KV_ERR_STRIDE,
-                         "%s.strides[%d] = %lld makes elements overlap; an output needs distinct memory per element",
+                         "%s.strides[%d] = %lld: an output's dimensions must nest without overlap (each stride past the extent of the smaller ones)",
                          name, d, (long long)v->stride[d]);
     covered = (v->shape[d] - 1) * v->stride[d] + covered;
   }

@@ -118,6 +118,17 @@ static void sec7_overlapping_outputs_rejected(void **state) {
                 DSV4KV_ERR_STRIDE);
   assert_non_null(strstr(dsv4kv_last_error(), "overlap"));
 
+  /* An empty output with a zero stride has no elements to overlap. */
+  int64_t e_shape[2] = {0, 2};
+  tview te, le;
+  tv_init(&te, buf, dt_i32(), 2, e_shape, g_zero);
+  tv_1d(&le, buf, dt_i32(), 0);
+  tview tk0, rq0;
+  tv_2d(&tk0, topk, dt_i32(), 0, 2, 2);
+  tv_1d(&rq0, req, dt_i32(), 0);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk0.t, &rq0.t, &bt.t, 4, &va.t, &te.t, &le.t, NULL),
+                DSV4KV_OK);
+
   tv_1d(&lo, buf + 4, dt_i32(), 2); /* right after it: fine */
   assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
                 DSV4KV_OK);
@@ -233,6 +244,7 @@ static void sec7_nonfinite_count_independent_of_threads(void **state) {
     assert_status(dsv4kv_quantize_and_insert_k_cache(&kv.t, &c.v.t, &c.desc, &sv.t, &opt),
                   DSV4KV_WARN_NONFINITE);
     assert_int_equal(nonfinite, 1);
+    assert_non_null(strstr(dsv4kv_last_error(), "k holds 1 NaN/Inf"));
   }
   tcache_free(&c);
 }

@@ -75,17 +75,17 @@ dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log) 
     int64_t L = a->has_gather_lens ? tv_i32_1(&a->gather_lens, r) : seq_len;
     int64_t l = 0, h = 0;
     if (L < 0) {
-      skiplog_note(log, r << 32, "%s[%" PRId64 "] = %" PRId64 " is negative",
+      skiplog_note(log, skip_key(r, 0, 32), "%s[%" PRId64 "] = %" PRId64 " is negative",
                    a->has_gather_lens ? "gather_lens" : "seq_lens", r, L);
     } else {
       l = L > seq_len ? L - seq_len : 0;
       h = L < rows_left ? L : rows_left;
       if (l > h) l = h;
       if (l > 0)
-        skiplog_note_n(log, l, r << 32, "request %" PRId64 ": gather length %" PRId64 " exceeds seq_lens[%" PRId64
+        skiplog_note_n(log, l, skip_key(r, 0, 32), "request %" PRId64 ": gather length %" PRId64 " exceeds seq_lens[%" PRId64
                        "] = %" PRId64, r, L, r, seq_len);
       if (h < L)
-        skiplog_note_n(log, L - h, (r << 32) | (h & 0xFFFFFFFF), "request %" PRId64 ": %" PRId64
+        skiplog_note_n(log, L - h, skip_key(r, h, 32), "request %" PRId64 ": %" PRId64
                        " tokens would land at out rows from offset %" PRId64 " + %" PRId64
                        ", past out's %" PRId64 " rows", r, L - h, a->offset, h, max_tokens);
     }
@@ -106,7 +106,7 @@ dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log) 
       const int64_t i = lo[r] + (g - first[r]);
       const int64_t pos = seq_len - L + i; /* >= 0 */
       const int64_t row = a->offset + i;   /* < max_tokens */
-      const int64_t key = (r << 32) | (i & 0xFFFFFFFF);
+      const int64_t key = skip_key(r, i, 32);
       int64_t lp = pos / bs;
       if (lp >= max_pages) {
         skiplog_note(log, key, "request %" PRId64 ": position %" PRId64 " needs block_table[%" PRId64 "][%" PRId64

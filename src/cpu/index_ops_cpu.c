@@ -41,7 +41,7 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skip
     int64_t req = tv_i32_1(&a->req, t);
     int req_ok = req >= 0 && req < a->R;
     if (!req_ok)
-      skiplog_note(log, t * 65536, "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside block_table's %" PRId64 " rows",
+      skiplog_note(log, skip_key(t, 0, 16), "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside block_table's %" PRId64 " rows",
                    t, req, a->R);
     int32_t count = 0;
     for (int64_t j = 0; j < a->K; j++) {
@@ -53,7 +53,7 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skip
         if (req_ok && lp < a->P)
           g = wrap32((int64_t)tv_i32_2(&a->block_table, req, lp) * bs + pd_off(pd, x));
         else if (req_ok)
-          skiplog_note(log, t * 65536 + 1 + (j < 65534 ? j : 65534),
+          skiplog_note(log, skip_key(t, 1 + j, 16),
                        "topk_indices[%" PRId64 "][%" PRId64 "] = %" PRId64 " needs block_table[%" PRId64 "][%" PRId64
                        "], past its %" PRId64 " columns", t, j, x, req, lp, a->P);
       }
@@ -125,7 +125,7 @@ static int64_t slot_of(const tview *bt, const char *bt_name, int64_t req, int64_
 
 static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv swa, pagediv cmp,
                                   skiplog *log) {
-  const int64_t S = a->S, key = d * 65536;
+  const int64_t S = a->S;
   for (int64_t j = 0; j < S; j++)
     *tv_i32_2p(&a->out, d, j) = remap(tv_i32_2(&a->dswa, d, j), swa, a->swa_span);
   const int token_valid = a->has_dvalid ? tv_bool_1(&a->dvalid, d) : 1;
@@ -134,7 +134,7 @@ static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv s
   for (int64_t j = 0; j < a->K4; j++) {
     int64_t v = j < a->Dk ? tv_i32_2(&a->dcomp, d, j) : -1;
     if (a->local && v >= 0) {
-      v = slot_of(&a->comp_bt, "compressed_block_table", req, v, cmp, log, key + 1 + j);
+      v = slot_of(&a->comp_bt, "compressed_block_table", req, v, cmp, log, skip_key(d, 1 + j, 16));
       if (v >= 0 && token_valid) count++;
     }
     *tv_i32_2p(&a->out, d, S + j) = remap(v, cmp, a->c_span);
@@ -146,11 +146,11 @@ static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv s
 
 static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv swa, pagediv cmp,
                                    skiplog *log) {
-  const int64_t S = a->S, i = t - a->D, key = t * 65536;
+  const int64_t S = a->S, i = t - a->D;
   const int64_t req = tv_i32_1(&a->req, t);
   int32_t *lens = (int32_t *)(a->lens.data + t * a->lens.stride[0] * 4);
   if (req < 0 || req >= a->R) {
-    skiplog_note(log, key, "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside the %" PRId64 " requests",
+    skiplog_note(log, skip_key(t, 0, 16), "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside the %" PRId64 " requests",
                  t, req, a->R);
     for (int64_t j = 0; j < S + a->K4; j++) *tv_i32_2p(&a->out, t, j) = -1;
     *lens = 0;
@@ -170,12 +170,12 @@ static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv 
   }
   for (int64_t j = 0; j < S; j++) {
     int64_t v = -1;
-    if (j < swa_len) v = slot_of(&a->swa_bt, "swa_block_table", req, swa_start + j, swa, log, key + 1 + j);
+    if (j < swa_len) v = slot_of(&a->swa_bt, "swa_block_table", req, swa_start + j, swa, log, skip_key(t, 1 + j, 16));
     *tv_i32_2p(&a->out, t, j) = remap(v, swa, a->swa_span);
   }
   for (int64_t j = 0; j < a->K4; j++) {
     int64_t x = (j < a->Wp && j < topk_len) ? tv_i32_2(&a->ptopk, i, j) : -1;
-    int64_t v = x >= 0 ? slot_of(&a->comp_bt, "compressed_block_table", req, x, cmp, log, key + 1 + S + j) : -1;
+    int64_t v = x >= 0 ? slot_of(&a->comp_bt, "compressed_block_table", req, x, cmp, log, skip_key(t, 1 + S + j, 16)) : -1;
     *tv_i32_2p(&a->out, t, S + j) = remap(v, cmp, a->c_span);
   }
   *lens = wrap32(S + topk_len);

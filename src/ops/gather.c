@@ -44,7 +44,7 @@ dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DL
   skiplog log;
   skiplog_init(&log);
   if ((st = cpu_gather(&a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0);
+  return skiplog_finish(&log, &o, 0, NULL);
 }
 
 int32_t dsv4kv_gather_num_workers(int64_t max_gather_len) {

@@ -50,7 +50,7 @@ dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
   skiplog log;
   skiplog_init(&log);
   if ((st = cpu_global_topk(&a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0);
+  return skiplog_finish(&log, &o, 0, NULL);
 }
 
 /* ---- §5.2 ---------------------------------------------------------------- */
@@ -111,7 +111,7 @@ static dsv4kv_status combine_run(combine_args *a, const dsv4kv_options *opt) {
   skiplog log;
   skiplog_init(&log);
   if ((st = cpu_combine(a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0);
+  return skiplog_finish(&log, &o, 0, NULL);
 }
 
 dsv4kv_status dsv4kv_combine_topk_swa_indices(const DLTensor *topk_indices,
@@ -179,10 +179,11 @@ dsv4kv_status dsv4kv_combine_topk_swa_indices_alloc(
     return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
                        "topk_indices is not on the CPU; this build allocates CPU outputs only");
   int64_t C = ((int64_t)topk + window_size + 127) / 128 * 128;
-  /* A cap on what the library allocates for the caller: 2^31 entries (8 GiB). */
-  if (sat_mul(a.T, C) > ((int64_t)1 << 31))
+  /* A cap on what the library allocates for the caller: 2^28 entries (1 GiB),
+   * some 14x the largest real batch (16K tokens x 1152 columns). */
+  if (sat_mul(a.T, C) > ((int64_t)1 << 28))
     return dsv4kv_fail(DSV4KV_ERR_ALLOC,
-                       "combined would have %lld x %lld entries, over the 2^31 this call allocates; pass your own outputs",
+                       "combined would have %lld x %lld entries, over the 2^28 this call allocates; pass your own outputs",
                        (long long)a.T, (long long)C);
   DLManagedTensor *comb = owned_i32_new(2, a.T, C, -1);
   DLManagedTensor *ln = owned_i32_new(1, a.T, 0, 0);
@@ -301,5 +302,5 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
   skiplog log;
   skiplog_init(&log);
   if ((st = cpu_flashinfer(&a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0);
+  return skiplog_finish(&log, &o, 0, NULL);
 }

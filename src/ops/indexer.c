@@ -53,5 +53,5 @@ dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTe
   skiplog_init(&log);
   int64_t nonfinite = 0;
   if ((st = cpu_indexer_store(&a, &o, &log, &nonfinite))) return st;
-  return skiplog_finish(&log, &o, nonfinite);
+  return skiplog_finish(&log, &o, nonfinite, "k_pre");
 }

@@ -33,5 +33,5 @@ dsv4kv_status dsv4kv_quantize_and_insert_k_cache(const DLTensor *k, const DLTens
   skiplog_init(&log);
   int64_t nonfinite = 0;
   if ((st = cpu_quantize_insert(&a, &o, &log, &nonfinite))) return st;
-  return skiplog_finish(&log, &o, nonfinite);
+  return skiplog_finish(&log, &o, nonfinite, "k");
 }
