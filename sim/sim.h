@@ -38,7 +38,7 @@ typedef struct {
   const char *json_path; /* --json FILE ("-": stdout) or NULL              */
   int quiet;             /* no progress, one summary line                  */
   int skip_bad;          /* skip malformed trace lines                     */
-  int threads;           /* library threads per call (default 1; 0: OpenMP's
+  int threads;           /* library threads per call (default 0: OpenMP's
                             default for large calls, 1 for small ones)    */
   int progress;          /* -1 auto (TTY: bar, else lines), 0 off, 1 bar, 2 lines */
 } sim_config;
