@@ -54,15 +54,10 @@ dsv4kv_status tview_output(const tview *v, const char *name);
 /* Two outputs must not overlap. */
 dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, const char *bn);
 
-/* All views of one call must be on one device; returns the device type. */
-typedef struct {
-  DLDeviceType type;
-  int id;
-  int set;
-} devsel;
-dsv4kv_status devsel_add(devsel *d, const tview *v, const char *name);
-/* Select the backend: OK for CPU, BACKEND_NOT_BUILT otherwise. */
-dsv4kv_status devsel_backend(const devsel *d);
+/* All views of one call must be on one device (NULL entries are absent
+ * optional tensors); selects the backend: OK for the CPU, BACKEND_NOT_BUILT
+ * for CUDA, DEVICE for mixed or other devices. */
+dsv4kv_status select_backend(const tview *const *views, const char *const *names, int n);
 
 static inline int32_t tv_i32_1(const tview *v, int64_t i) {
   return *(const int32_t *)(v->data + i * v->stride[0] * 4);

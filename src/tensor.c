@@ -153,7 +153,13 @@ dsv4kv_status tview_last_contiguous(const tview *v, const char *name) {
   return DSV4KV_OK;
 }
 
-dsv4kv_status devsel_add(devsel *d, const tview *v, const char *name) {
+typedef struct {
+  DLDeviceType type;
+  int id;
+  int set;
+} devsel;
+
+static dsv4kv_status devsel_add(devsel *d, const tview *v, const char *name) {
   if (!d->set) {
     d->type = v->device;
     d->id = v->device_id;
@@ -166,7 +172,7 @@ dsv4kv_status devsel_add(devsel *d, const tview *v, const char *name) {
   return DSV4KV_OK;
 }
 
-dsv4kv_status devsel_backend(const devsel *d) {
+static dsv4kv_status devsel_backend(const devsel *d) {
   if (!d->set || d->type == kDLCPU) return DSV4KV_OK;
   if (d->type == kDLCUDA || d->type == kDLCUDAManaged || d->type == kDLCUDAHost)
     return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
@@ -224,4 +230,12 @@ dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, con
   if (alo < bhi && blo < ahi)
     return dsv4kv_fail(DSV4KV_ERR_STRIDE, "outputs %s and %s overlap in memory", an, bn);
   return DSV4KV_OK;
+}
+
+dsv4kv_status select_backend(const tview *const *views, const char *const *names, int n) {
+  devsel dev = {0};
+  dsv4kv_status st;
+  for (int i = 0; i < n; i++)
+    if (views[i] && (st = devsel_add(&dev, views[i], names[i]))) return st;
+  return devsel_backend(&dev);
 }

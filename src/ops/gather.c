@@ -32,13 +32,10 @@ dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DL
     return dsv4kv_fail(DSV4KV_ERR_VALUE, "offset = %lld; must be >= 0", (long long)offset);
   a.offset = offset;
 
-  devsel dev = {0};
-  if ((st = devsel_add(&dev, &a.out, "out"))) return st;
-  if ((st = devsel_add(&dev, &cache_tv, "k_cache"))) return st;
-  if ((st = devsel_add(&dev, &a.seq_lens, "seq_lens"))) return st;
-  if (a.has_gather_lens && (st = devsel_add(&dev, &a.gather_lens, "gather_lens"))) return st;
-  if ((st = devsel_add(&dev, &a.block_table, "block_table"))) return st;
-  if ((st = devsel_backend(&dev))) return st;
+  const tview *v[] = {&a.out, &cache_tv, &a.seq_lens, a.has_gather_lens ? &a.gather_lens : NULL,
+                      &a.block_table};
+  const char *n[] = {"out", "k_cache", "seq_lens", "gather_lens", "block_table"};
+  if ((st = select_backend(v, n, 5))) return st;
 
   run_opts o = run_opts_of(opt);
   skiplog log;

@@ -4,14 +4,6 @@
 
 #include "backend.h"
 
-static dsv4kv_status backend_of(devsel *dev, const tview *const *views, const char *const *names,
-                                int n) {
-  dsv4kv_status st;
-  for (int i = 0; i < n; i++)
-    if (views[i] && (st = devsel_add(dev, views[i], names[i]))) return st;
-  return devsel_backend(dev);
-}
-
 /* ---- §5.1 ---------------------------------------------------------------- */
 dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
     const DLTensor *topk_indices, const DLTensor *token_to_req_indices,
@@ -41,11 +33,10 @@ dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
       (st = tview_disjoint(&a.global_out, "global_out", &a.lens_out, "lens_out")))
     return st;
 
-  devsel dev = {0};
   const tview *v[] = {&a.topk, &a.req, &a.block_table, &a.valid, &a.global_out, &a.lens_out};
   const char *n[] = {"topk_indices", "token_to_req_indices", "block_table", "is_valid_token",
                      "global_out", "lens_out"};
-  if ((st = backend_of(&dev, v, n, 6))) return st;
+  if ((st = select_backend(v, n, 6))) return st;
   run_opts o = run_opts_of(opt);
   skiplog log;
   skiplog_init(&log);
@@ -103,10 +94,9 @@ static dsv4kv_status combine_outputs(combine_args *a, const DLTensor *combined, 
 
 static dsv4kv_status combine_run(combine_args *a, const dsv4kv_options *opt) {
   dsv4kv_status st;
-  devsel dev = {0};
   const tview *v[] = {&a->topk, &a->qsl, &a->seq_lens, &a->gather_lens, &a->combined, &a->lens};
   const char *n[] = {"topk_indices", "query_start_loc", "seq_lens", "gather_lens", "combined", "lens"};
-  if ((st = backend_of(&dev, v, n, 6))) return st;
+  if ((st = select_backend(v, n, 6))) return st;
   run_opts o = run_opts_of(opt);
   skiplog log;
   skiplog_init(&log);
@@ -289,7 +279,6 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
       (st = tview_disjoint(&a.out, "sparse_indices", &a.lens, "sparse_lens")))
     return st;
 
-  devsel dev = {0};
   const tview *v[] = {&a.dswa, a.has_dcomp ? &a.dcomp : NULL, a.has_dcomp_lens ? &a.dcomp_lens : NULL,
                       a.has_dvalid ? &a.dvalid : NULL, &a.ptopk, &a.qsl, &a.seq_lens, &a.replay,
                       &a.req, &a.swa_bt, &a.comp_bt, &a.out, &a.lens};
@@ -297,7 +286,7 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
                      "decode_is_valid_token", "prefill_topk_indices", "query_start_loc", "seq_lens",
                      "replay_start", "token_to_req_indices", "swa_block_table", "compressed_block_table",
                      "sparse_indices", "sparse_lens"};
-  if ((st = backend_of(&dev, v, n, 13))) return st;
+  if ((st = select_backend(v, n, 13))) return st;
   run_opts o = run_opts_of(opt);
   skiplog log;
   skiplog_init(&log);

@@ -39,14 +39,10 @@ dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTe
   a.compress_ratio = compress_ratio;
   if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, idx_records))) return st;
 
-  devsel dev = {0};
-  if ((st = devsel_add(&dev, &a.k_pre, "k_pre"))) return st;
-  if ((st = devsel_add(&dev, &a.positions, "positions"))) return st;
-  if ((st = devsel_add(&dev, &a.cos_sin, "cos_sin_cache"))) return st;
-  if ((st = devsel_add(&dev, &a.weight, "rms_norm_weight"))) return st;
-  if ((st = devsel_add(&dev, &cache_tv, "k_cache"))) return st;
-  if ((st = devsel_add(&dev, &a.slots, "kv_slot_mapping"))) return st;
-  if ((st = devsel_backend(&dev))) return st;
+  const tview *v[] = {&a.k_pre, &a.positions, &a.cos_sin, &a.weight, &cache_tv, &a.slots};
+  const char *n[] = {"k_pre", "positions", "cos_sin_cache", "rms_norm_weight", "k_cache",
+                     "kv_slot_mapping"};
+  if ((st = select_backend(v, n, 6))) return st;
 
   run_opts o = run_opts_of(opt);
   skiplog log;

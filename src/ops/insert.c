@@ -22,11 +22,9 @@ dsv4kv_status dsv4kv_quantize_and_insert_k_cache(const DLTensor *k, const DLTens
                        (long long)a.T, (long long)a.k.shape[0]);
   if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, main_records))) return st;
 
-  devsel dev = {0};
-  if ((st = devsel_add(&dev, &a.k, "k"))) return st;
-  if ((st = devsel_add(&dev, &a.slots, "slot_mapping"))) return st;
-  if ((st = devsel_add(&dev, &cache_tv, "k_cache"))) return st;
-  if ((st = devsel_backend(&dev))) return st;
+  const tview *v[] = {&a.k, &a.slots, &cache_tv};
+  const char *n[] = {"k", "slot_mapping", "k_cache"};
+  if ((st = select_backend(v, n, 3))) return st;
 
   run_opts o = run_opts_of(opt);
   skiplog log;
