@@ -108,6 +108,10 @@ extern "C" {
 #define DSV4KV_API
 #endif
 
+/* ======================================================================== */
+/* STABLE.  What follows up to the ADVANCED fence is the API bindings freeze. */
+/* ======================================================================== */
+
 /* ------------------------------------------------------------------------ */
 /* Status codes.  Values are pinned; new codes are only ever appended.       */
 /* ------------------------------------------------------------------------ */
@@ -129,12 +133,40 @@ typedef enum {
   DSV4KV_ERR_ALIGNMENT = 14         /* data + byte_offset not aligned to the dtype */
 } dsv4kv_status;
 
+/* The largest status value of this version (bindings and fuzzers bound with it). */
+#define DSV4KV_STATUS_LAST DSV4KV_ERR_ALIGNMENT
+
+/* 1 when `status` is an error (the call wrote nothing it promised); 0 for
+ * DSV4KV_OK and the two warnings, whose calls completed every valid entry. */
+DSV4KV_API int dsv4kv_is_error(dsv4kv_status status);
+
 /* A fixed English name for a status ("DSV4KV_ERR_SHAPE: bad tensor shape"). */
 DSV4KV_API const char *dsv4kv_status_string(dsv4kv_status status);
 
 /* The message of this thread's last non-OK call: the argument, its value and
  * the rule it broke.  "" when the last call returned DSV4KV_OK. */
 DSV4KV_API const char *dsv4kv_last_error(void);
+
+/* The library's version, "MAJOR.MINOR.PATCH" (the build's, not the header's). */
+DSV4KV_API const char *dsv4kv_version(void);
+
+/* 1 when this build has a backend for tensors on `device_type` and it can run
+ * here (for kDLCUDA: the CUDA backend is built and a device is visible); 0
+ * otherwise.  kDLCPU is always available. */
+DSV4KV_API int dsv4kv_backend_available(DLDeviceType device_type);
+
+/* ------------------------------------------------------------------------ */
+/* Head dims and record widths (SPEC §2, §6)                                  */
+/* ------------------------------------------------------------------------ */
+#define DSV4KV_HEAD_DIM 512          /* main K row: 448 NoPE + 64 RoPE dims    */
+#define DSV4KV_NOPE_DIM 448
+#define DSV4KV_ROPE_DIM 64
+#define DSV4KV_INDEXER_HEAD_DIM 128  /* indexer K row                          */
+#define DSV4KV_V4_BYTES_PER_TOKEN 584
+#define DSV4KV_MXFP8_BYTES_PER_TOKEN 528
+#define DSV4KV_NVFP4_BYTES_PER_TOKEN 288
+#define DSV4KV_INDEXER_FP8_BYTES_PER_TOKEN 132
+#define DSV4KV_INDEXER_MXFP4_BYTES_PER_TOKEN 68
 
 /* ------------------------------------------------------------------------ */
 /* Cache description                                                          */
@@ -149,7 +181,9 @@ typedef enum {
 
 typedef enum {
   DSV4KV_FP8_OCP = 0,  /* e4m3fn: bias 7, max 448 (NVIDIA, OCP)                 */
-  DSV4KV_FP8_FNUZ = 1  /* e4m3fnuz: bias 8, max 240, 0x80 = NaN (AMD gfx942)   */
+  DSV4KV_FP8_FNUZ = 1  /* e4m3fnuz: bias 8, 0x80 = NaN (AMD gfx942); caches
+                          quantize against 224 (the reference's fp8 max for this
+                          flavour), decoding accepts every code up to 240       */
 } dsv4kv_fp8_flavor;
 
 /* Flags of dsv4kv_cache_desc (indexer FP8 caches only). */
@@ -168,6 +202,10 @@ typedef struct {
   uint32_t flags;         /* DSV4KV_CACHE_* flags                                */
 } dsv4kv_cache_desc;
 
+/* The record's name ("V4", "MXFP8", "NVFP4", "INDEXER_FP8", "INDEXER_MXFP4");
+ * "unknown" for a value outside dsv4kv_record. */
+DSV4KV_API const char *dsv4kv_record_name(dsv4kv_record record);
+
 /* Bytes of one token record (584, 528, 288, 132, 68); 0 for an unknown record. */
 DSV4KV_API int32_t dsv4kv_record_bytes(dsv4kv_record record);
 
@@ -177,38 +215,69 @@ DSV4KV_API int32_t dsv4kv_record_bytes(dsv4kv_record record);
 DSV4KV_API dsv4kv_status dsv4kv_record_from_width(int64_t bytes_per_token, dsv4kv_record *record);
 
 /* ------------------------------------------------------------------------ */
+/* What a call reports: skipped entries and non-finite values                */
+/* ------------------------------------------------------------------------ */
+/* The report of one call, as plain data (80 bytes, layout fixed below).
+ *
+ * How counts reach the caller.  On the CPU a call is synchronous: it returns
+ * DSV4KV_WARN_SKIPPED / DSV4KV_WARN_NONFINITE, writes the optional host
+ * counters of dsv4kv_options, and fills `report` when one is given.  On an
+ * asynchronous device (CUDA) the call only enqueues work on the caller's
+ * stream and returns DSV4KV_OK once it is enqueued, so it cannot know the
+ * counts: they reach the caller only through `report`, which must then point
+ * to DEVICE memory (cudaMalloc'd, or managed) of at least
+ * sizeof(dsv4kv_report) bytes, 8-byte aligned.  The call's kernels reset and
+ * fill it in stream order; nothing is synchronized and nothing is allocated,
+ * so the call is capturable in a CUDA graph (each replay refills the report).
+ * The caller copies it to the host when it chooses (e.g. once per step) and
+ * turns it into a status and message with dsv4kv_report_status /
+ * dsv4kv_report_message.  Give each call of a step its own report to keep
+ * every call's counts.  The host counters `skipped` / `nonfinite` would need
+ * a synchronization and are refused on such devices (DSV4KV_ERR_VALUE).
+ *
+ * Every call overwrites its report in full (it never adds to it). */
+typedef struct {
+  int64_t skipped;       /* entries skipped as out of range                     */
+  int64_t nonfinite;     /* non-finite values seen (0 unless check_nonfinite)   */
+  int64_t first_key;     /* ordering key of the first skipped entry (opaque)    */
+  int32_t reason;        /* what was wrong with it (opaque; 0 = nothing)        */
+  int32_t op;            /* which operation wrote the report (opaque)           */
+  int64_t values[6];     /* the values involved, per reason                     */
+} dsv4kv_report;
+
+/* The status a synchronous call would have returned for `report`:
+ * DSV4KV_WARN_SKIPPED when anything was skipped, else DSV4KV_WARN_NONFINITE
+ * when a non-finite value was counted, else DSV4KV_OK; DSV4KV_ERR_NULL for a
+ * NULL report.  `report` is host memory. */
+DSV4KV_API dsv4kv_status dsv4kv_report_status(const dsv4kv_report *report);
+
+/* The sentence a synchronous call would have left in dsv4kv_last_error() for
+ * `report` (host memory), written to buf[0..len) NUL-terminated; "" when
+ * nothing was reported.  Returns the length the whole sentence needs. */
+DSV4KV_API size_t dsv4kv_report_message(const dsv4kv_report *report, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
 /* Per-call options (every op takes `const dsv4kv_options *`, NULL = defaults) */
 /* ------------------------------------------------------------------------ */
 typedef struct {
-  int64_t *skipped;      /* out, optional: entries skipped as out of range      */
-  int64_t *nonfinite;    /* out, optional: non-finite input values seen (only
-                            counted when check_nonfinite is set)                 */
+  int64_t *skipped;      /* out, optional, host: entries skipped as out of
+                            range (CPU only; see dsv4kv_report)                  */
+  int64_t *nonfinite;    /* out, optional, host: non-finite input values seen
+                            (counted only when check_nonfinite; CPU only)        */
   int check_nonfinite;   /* inserts / indexer store: count NaN/Inf in the input
-                            and return DSV4KV_WARN_NONFINITE when any is found;
-                            the bytes stored are the reference's either way     */
+                            (and in the indexer's norm) and report them; the
+                            bytes stored are the reference's either way          */
   int num_threads;       /* CPU backend: 0 = OpenMP's default                    */
-  void *stream;          /* CUDA backend: a cudaStream_t (NULL = default)        */
+  void *stream;          /* CUDA backend: a cudaStream_t (NULL = legacy default) */
+  dsv4kv_report *report; /* out, optional: the call's report, in memory of the
+                            tensors' device (see dsv4kv_report)                  */
 } dsv4kv_options;
 
-/* ------------------------------------------------------------------------ */
-/* Number formats (SPEC §1).  Scalar, exact; the oracle of the fast paths.    */
-/* ------------------------------------------------------------------------ */
-DSV4KV_API float dsv4kv_bf16_to_f32(uint16_t bits);
-/* Round to nearest even; every NaN -> 0x7FFF. */
-DSV4KV_API uint16_t dsv4kv_f32_to_bf16(float x);
-/* e4m3 (OCP): RNE, saturating to +-448, sign kept on zero, NaN -> 0x7F. */
-DSV4KV_API uint8_t dsv4kv_e4m3_encode(float x);
-DSV4KV_API float dsv4kv_e4m3_decode(uint8_t code);           /* 0x7F / 0xFF -> NaN       */
-/* e4m3fnuz: RNE, saturating to +-240, zero -> 0x00 (either sign), NaN -> 0x80. */
-DSV4KV_API uint8_t dsv4kv_e4m3fnuz_encode(float x);
-DSV4KV_API float dsv4kv_e4m3fnuz_decode(uint8_t code);       /* 0x80 -> NaN              */
-/* e2m1 (4-bit code, sign in bit 3): RNE ties-to-even-code, saturating to +-6,
- * sign kept on zero, NaN -> 0x7 (+6), as NUMERICS §1.1. */
-DSV4KV_API uint8_t dsv4kv_e2m1_encode(float x);
-DSV4KV_API float dsv4kv_e2m1_decode(uint8_t code);           /* low 4 bits used          */
-/* UE8M0: byte e -> 2^(e-127) exactly (0 -> 2^-127, 255 -> +Inf).  Note the
- * gathers flush byte 0 to 0.0 as the reference does (NUMERICS §3). */
-DSV4KV_API float dsv4kv_ue8m0_decode(uint8_t e);
+/* Sizes of the public structs a binding mirrors (e.g. Python's ctypes), by
+ * name: "dsv4kv_options", "dsv4kv_cache_desc", "dsv4kv_report",
+ * "dsv4kv_flashinfer_args".  0 for another name.  A binding compares these
+ * with its own layouts once at load time. */
+DSV4KV_API size_t dsv4kv_struct_size(const char *name);
 
 /* ------------------------------------------------------------------------ */
 /* Main K cache: insert and gather (SPEC §2-§4)                               */
@@ -312,20 +381,6 @@ DSV4KV_API dsv4kv_status dsv4kv_combine_topk_swa_indices(const DLTensor *topk_in
                                               int32_t N, const DLTensor *combined,
                                               const DLTensor *lens, const dsv4kv_options *opt);
 
-/* The reference's out=None path: the library allocates `combined` int32
- * [T, round_up(topk + window_size, 128)] filled with -1 and `lens` int32 [T]
- * filled with 0 (CPU memory), then runs dsv4kv_combine_topk_swa_indices.  The
- * caller owns *combined_out and *lens_out and releases each with its deleter
- * (dsv4kv_managed_free does that).  On an error both are left NULL. */
-DSV4KV_API dsv4kv_status dsv4kv_combine_topk_swa_indices_alloc(
-    const DLTensor *topk_indices, const DLTensor *query_start_loc, const DLTensor *seq_lens,
-    const DLTensor *gather_lens, int32_t window_size, int32_t compress_ratio, int32_t topk,
-    int32_t M, int32_t N, DLManagedTensor **combined_out, DLManagedTensor **lens_out,
-    const dsv4kv_options *opt);
-
-/* Calls t->deleter(t) when t and its deleter are non-NULL. */
-DSV4KV_API void dsv4kv_managed_free(DLManagedTensor *t);
-
 /* Arguments of build_flashinfer_mixed_sparse_indices (SPEC §5.3).  D decode
  * tokens come first, then P prefill tokens; D = decode_swa_indices.shape[0],
  * P = prefill_topk_indices.shape[0]. */
@@ -396,6 +451,92 @@ DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre,
                                                const DLTensor *kv_slot_mapping,
                                                int32_t compress_ratio,
                                                const dsv4kv_options *opt);
+
+/* ======================================================================== */
+/* ADVANCED.  Below this line: helpers for tests, tools and bindings.  They   */
+/* follow the same rules but may change between minor versions.             */
+/* ======================================================================== */
+
+/* ------------------------------------------------------------------------ */
+/* Number formats (SPEC §1): scalar, exact, one value at a time.             */
+/* ------------------------------------------------------------------------ */
+DSV4KV_API float dsv4kv_bf16_to_f32(uint16_t bits);
+/* Round to nearest even; every NaN -> 0x7FFF. */
+DSV4KV_API uint16_t dsv4kv_f32_to_bf16(float x);
+/* e4m3 (OCP): RNE, saturating to +-448, sign kept on zero, NaN -> 0x7F. */
+DSV4KV_API uint8_t dsv4kv_e4m3_encode(float x);
+DSV4KV_API float dsv4kv_e4m3_decode(uint8_t code);           /* 0x7F / 0xFF -> NaN       */
+/* e4m3fnuz: RNE, saturating to +-240, zero -> 0x00 (either sign), NaN -> 0x80. */
+DSV4KV_API uint8_t dsv4kv_e4m3fnuz_encode(float x);
+DSV4KV_API float dsv4kv_e4m3fnuz_decode(uint8_t code);       /* 0x80 -> NaN              */
+/* e2m1 (4-bit code, sign in bit 3): RNE ties-to-even-code, saturating to +-6,
+ * sign kept on zero, NaN -> 0x7 (+6), as NUMERICS §1.1. */
+DSV4KV_API uint8_t dsv4kv_e2m1_encode(float x);
+DSV4KV_API float dsv4kv_e2m1_decode(uint8_t code);           /* low 4 bits used          */
+/* UE8M0: byte e -> 2^(e-127) exactly (0 -> 2^-127, 255 -> +Inf).  Note the
+ * gathers flush byte 0 to 0.0 as the reference does (NUMERICS §3). */
+DSV4KV_API float dsv4kv_ue8m0_decode(uint8_t e);
+
+/* ------------------------------------------------------------------------ */
+/* Library-allocated outputs                                                  */
+/* ------------------------------------------------------------------------ */
+/* The reference's out=None path: the library allocates `combined` int32
+ * [T, round_up(topk + window_size, 128)] filled with -1 and `lens` int32 [T]
+ * filled with 0 (CPU memory), then runs dsv4kv_combine_topk_swa_indices.  The
+ * caller owns *combined_out and *lens_out and releases each with its deleter
+ * (dsv4kv_managed_free does that).  On an error both are left NULL. */
+DSV4KV_API dsv4kv_status dsv4kv_combine_topk_swa_indices_alloc(
+    const DLTensor *topk_indices, const DLTensor *query_start_loc, const DLTensor *seq_lens,
+    const DLTensor *gather_lens, int32_t window_size, int32_t compress_ratio, int32_t topk,
+    int32_t M, int32_t N, DLManagedTensor **combined_out, DLManagedTensor **lens_out,
+    const dsv4kv_options *opt);
+
+/* Calls t->deleter(t) when t and its deleter are non-NULL. */
+DSV4KV_API void dsv4kv_managed_free(DLManagedTensor *t);
+
+/* ------------------------------------------------------------------------ */
+/* CPU kernel paths                                                           */
+/* ------------------------------------------------------------------------ */
+/* The CPU backend has a scalar path (the reference every other path is
+ * tested against) and may have SIMD paths, chosen once per process from what
+ * the processor supports.  The environment variable DSV4KV_CPU_PATH (a path's
+ * name) forces one at load time; dsv4kv_cpu_path_select forces one later.
+ * Tests and benchmarks use these to run every path on the machine they are on. */
+
+/* Number of CPU paths this build and processor can run (>= 1; 0 is "scalar"). */
+DSV4KV_API int dsv4kv_cpu_path_count(void);
+/* Name of path i in [0, count), or NULL. */
+DSV4KV_API const char *dsv4kv_cpu_path_name(int i);
+/* Name of the path calls use now. */
+DSV4KV_API const char *dsv4kv_cpu_path_current(void);
+/* Use path `name` for every later call of the process (NULL: the automatic
+ * choice).  Not thread-safe against calls running at the same time.
+ * DSV4KV_ERR_VALUE for a name this build or processor cannot run. */
+DSV4KV_API dsv4kv_status dsv4kv_cpu_path_select(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Layouts a binding mirrors, checked at compile time (64-bit targets).        */
+/* ------------------------------------------------------------------------ */
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+#ifdef __cplusplus
+#define DSV4KV_LAYOUT_ASSERT(c, m) static_assert(c, m)
+#else
+#define DSV4KV_LAYOUT_ASSERT(c, m) _Static_assert(c, m)
+#endif
+DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_cache_desc) == 32 && offsetof(dsv4kv_cache_desc, page_stride) == 16 &&
+                         offsetof(dsv4kv_cache_desc, flags) == 24,
+                     "dsv4kv_cache_desc: record, fp8, block_size @0/4/8, page_stride @16, flags @24");
+DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_report) == 80 && offsetof(dsv4kv_report, reason) == 24 &&
+                         offsetof(dsv4kv_report, values) == 32,
+                     "dsv4kv_report: 3 x int64, 2 x int32, 6 x int64");
+DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_options) == 40 && offsetof(dsv4kv_options, check_nonfinite) == 16 &&
+                         offsetof(dsv4kv_options, stream) == 24 && offsetof(dsv4kv_options, report) == 32,
+                     "dsv4kv_options: 2 pointers, 2 ints, 2 pointers");
+DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_flashinfer_args) == 128 &&
+                         offsetof(dsv4kv_flashinfer_args, swa_block_size) == 96,
+                     "dsv4kv_flashinfer_args: 12 pointer-sized slots, then 7 int32");
+#undef DSV4KV_LAYOUT_ASSERT
+#endif
 
 #ifdef __cplusplus
 }

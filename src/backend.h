@@ -5,6 +5,7 @@
 #define DSV4KV_BACKEND_H
 
 #include "internal.h"
+#include "report.h"
 
 typedef struct {
   tview k;            /* bf16 [T_k, 512] or [T_k, 128] (indexer), last dim contiguous */
@@ -52,23 +53,47 @@ typedef struct {
   cache_view cache;
 } indexer_args;
 
-/* CPU backend (src/cpu/). */
-dsv4kv_status cpu_quantize_insert(const insert_args *a, const run_opts *o, skiplog *log,
-                                  int64_t *nonfinite);
-dsv4kv_status cpu_gather(const gather_args *a, const run_opts *o, skiplog *log);
-dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skiplog *log);
-dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log);
-dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const run_opts *o, skiplog *log);
-dsv4kv_status cpu_indexer_store(const indexer_args *a, const run_opts *o, skiplog *log,
-                                int64_t *nonfinite);
+/* How a call runs, once its arguments are checked. */
+typedef struct {
+  int num_threads;     /* CPU: requested threads, 0 = the runtime's default  */
+  void *stream;        /* CUDA: the caller's cudaStream_t (NULL = legacy)    */
+  int check_nonfinite; /* count NaN / Inf (inserts, indexer store)           */
+} exec_opts;
 
-/* Rows that must not write because a later WRITING row names the same slot
- * (so the result is the sequential one whatever the thread count).  With
- * `positions` non-NULL (the indexer), only rows at a group boundary
- * ((pos + 1) % ratio == 0, pos >= 0, RoPE row pos/ratio*ratio < cs_rows)
- * write.  Returns a malloc'd mask of T bytes (1 = skip), or NULL with
- * *oom = 1 on failure; NULL with *oom = 0 when there is no duplicate. */
-uint8_t *duplicate_slot_losers(const tview *slots, int64_t T, const tview *positions, int64_t ratio,
-                               int64_t cs_rows, int *oom);
+/* The contract: one table of operations per backend.  Each operation gets
+ * checked arguments (raw pointers, 64-bit extents and strides; index VALUES
+ * still untrusted: the backend bounds-checks every one, SPEC §7) and fills
+ * `report` (formats nothing: src/ops/report.c makes the message).
+ *
+ * A synchronous backend (async = 0) gets a host report, already initialised,
+ * and has filled it when it returns.  An asynchronous one (async = 1) gets
+ * the caller's device report (or NULL when the caller gave none); its kernels
+ * reset and fill it in stream order, and the call returns once the work is
+ * enqueued: no host synchronization, no allocation.
+ *
+ * Returns DSV4KV_OK, or DSV4KV_ERR_ALLOC / DSV4KV_ERR_BACKEND (with the
+ * message set) when the backend itself failed. */
+typedef struct backend_ops {
+  const char *name;
+  int async;
+  dsv4kv_status (*insert)(const insert_args *a, const exec_opts *o, dsv4kv_report *r);
+  dsv4kv_status (*gather)(const gather_args *a, const exec_opts *o, dsv4kv_report *r);
+  dsv4kv_status (*global_topk)(const global_topk_args *a, const exec_opts *o, dsv4kv_report *r);
+  dsv4kv_status (*combine)(const combine_args *a, const exec_opts *o, dsv4kv_report *r);
+  dsv4kv_status (*flashinfer)(const flashinfer_args *a, const exec_opts *o, dsv4kv_report *r);
+  dsv4kv_status (*indexer_store)(const indexer_args *a, const exec_opts *o, dsv4kv_report *r);
+} backend_ops;
+
+/* The backends of this build (src/cpu/backend_cpu.c, src/cuda/); NULL when
+ * not built. */
+extern const backend_ops cpu_backend;
+const backend_ops *cuda_backend_if_built(void);
+
+/* The one tail of every entry point (src/ops/dispatch.c): checks that the
+ * views (NULL entries: absent optional tensors) are on one device, picks
+ * that device's backend, runs `op` on `args` (the op's *_args struct) and
+ * turns the report into the status, the counters and the message. */
+dsv4kv_status op_dispatch(op_id op, const void *args, const tview *const *views,
+                          const char *const *names, int n, const dsv4kv_options *opt);
 
 #endif

@@ -1,5 +1,4 @@
-/* Status codes, the thread-local error message, and the skip log. */
-#include <omp.h>
+/* Status codes, the thread-local error message, version and struct sizes. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,86 +40,22 @@ dsv4kv_status dsv4kv_fail(dsv4kv_status st, const char *fmt, ...) {
   return st;
 }
 
-run_opts run_opts_of(const dsv4kv_options *opt) {
-  run_opts o = {0};
-  if (opt) {
-    o.skipped = opt->skipped;
-    o.nonfinite = opt->nonfinite;
-    o.check_nonfinite = opt->check_nonfinite;
-    o.num_threads = opt->num_threads > 0 ? opt->num_threads : 0;
-  }
-  /* More threads than processors never helps; a huge request would only make
-   * OpenMP try to create them. */
-  int procs = omp_get_num_procs();
-  if (o.num_threads == 0) o.num_threads = omp_get_max_threads();
-  if (o.num_threads > procs) o.num_threads = procs;
-  if (o.num_threads < 1) o.num_threads = 1;
-  return o;
-}
-
 int64_t sat_mul(int64_t a, int64_t b) {
   if (a <= 0 || b <= 0) return 0;
   return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
-int threads_for(const run_opts *o, int64_t items, int64_t grain) {
-  int64_t n = items / grain;
-  if (n < 1) n = 1;
-  return n < o->num_threads ? (int)n : o->num_threads;
+int dsv4kv_is_error(dsv4kv_status st) {
+  return st != DSV4KV_OK && st != DSV4KV_WARN_SKIPPED && st != DSV4KV_WARN_NONFINITE;
 }
 
-void skiplog_init(skiplog *s) {
-  s->count = 0;
-  s->first_key = INT64_MAX;
-  s->msg[0] = '\0';
-}
+const char *dsv4kv_version(void) { return DSV4KV_VERSION_STRING; }
 
-static void skiplog_vnote(skiplog *s, int64_t n, int64_t key, const char *fmt, va_list ap) {
-#pragma omp critical(dsv4kv_skiplog)
-  {
-    s->count += n;
-    if (key < s->first_key) {
-      s->first_key = key;
-      vsnprintf(s->msg, sizeof s->msg, fmt, ap);
-    }
-  }
-}
-
-void skiplog_note_n(skiplog *s, int64_t n, int64_t key, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  skiplog_vnote(s, n, key, fmt, ap);
-  va_end(ap);
-}
-
-void skiplog_note(skiplog *s, int64_t key, const char *fmt, ...) {
-#pragma omp critical(dsv4kv_skiplog)
-  {
-    s->count++;
-    if (key < s->first_key) {
-      s->first_key = key;
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(s->msg, sizeof s->msg, fmt, ap);
-      va_end(ap);
-    }
-  }
-}
-
-dsv4kv_status skiplog_finish(const skiplog *s, const run_opts *o, int64_t nonfinite,
-                             const char *input) {
-  if (o->skipped) *o->skipped = s->count;
-  if (o->nonfinite) *o->nonfinite = o->check_nonfinite ? nonfinite : 0;
-  if (s->count > 0) {
-    if (s->count == 1)
-      return dsv4kv_fail(DSV4KV_WARN_SKIPPED, "1 entry skipped: %s", s->msg);
-    return dsv4kv_fail(DSV4KV_WARN_SKIPPED, "%lld entries skipped; the first: %s",
-                       (long long)s->count, s->msg);
-  }
-  if (o->check_nonfinite && nonfinite > 0)
-    return dsv4kv_fail(DSV4KV_WARN_NONFINITE,
-                       "%s holds %lld NaN/Inf values; stored as the reference stores them",
-                       input ? input : "the input", (long long)nonfinite);
-  dsv4kv_clear_error();
-  return DSV4KV_OK;
+size_t dsv4kv_struct_size(const char *name) {
+  if (!name) return 0;
+  if (!strcmp(name, "dsv4kv_options")) return sizeof(dsv4kv_options);
+  if (!strcmp(name, "dsv4kv_cache_desc")) return sizeof(dsv4kv_cache_desc);
+  if (!strcmp(name, "dsv4kv_report")) return sizeof(dsv4kv_report);
+  if (!strcmp(name, "dsv4kv_flashinfer_args")) return sizeof(dsv4kv_flashinfer_args);
+  return 0;
 }

@@ -249,7 +249,7 @@ static void sec2_nvfp4_record_hand_checked(void **state) {
   fb_free(&s.fb);
 }
 
-/* V4 record in the FNUZ flavour (fp8_max 240, e4m3fnuz codes, NUMERICS §10),
+/* V4 record in the FNUZ flavour (quantized against 224, e4m3fnuz codes, NUMERICS §10),
  * computed on paper. */
 static void sec2_v4_fnuz_record_hand_checked(void **state) {
   (void)state;
@@ -262,14 +262,17 @@ static void sec2_v4_fnuz_record_hand_checked(void **state) {
   for (int d = 0; d < 448; d++) {
     int b = d / 64;
     switch (b) {
-      case 0: r[d] = 0x3F80; code[d] = 0x78; break;  /* 1.0: e=-7 (1 <= 240/128), y=128 = 2^7 -> E=15 */
+      case 0: r[d] = 0x3F80; code[d] = 0x78; break;  /* 1.0: e=-7 (1 <= 224/128), y=128 = 2^7 -> E=15 */
       case 1: r[d] = 0xC000; code[d] = 0xF8; break;  /* -2.0: e=-6, y=-128 */
-      case 2: r[d] = 0x0000; code[d] = 0x00; break;  /* floor: 1e-4 <= 240*2^-21 -> e=-21 */
+      case 2: r[d] = 0x0000; code[d] = 0x00; break;  /* floor: 1e-4 <= 224*2^-21 -> e=-21 */
       case 3: r[d] = 0x8000; code[d] = 0x00; break;  /* -0 -> 0x00 (no negative zero) */
-      case 4: r[d] = 0x4370; code[d] = 0x7F; break;  /* 240: e=0, 0x7F = 240 */
-      case 5:                                        /* NaN among 1.0: NaN -> +240 (0x7F) */
+      case 4:                                        /* 224 and 240: amax 240 > 224 -> e=1 */
+        r[d] = (d % 2) ? 0x4370 : 0x4360;            /* 120 = 1.875 x 2^6 -> 0x77; 112 -> 0x76 */
+        code[d] = (d % 2) ? 0x77 : 0x76;
+        break;
+      case 5:                                        /* NaN among 1.0: NaN -> +224 (0x7E), never 0x7F */
         r[d] = (d % 2) ? 0x7FC0 : 0x3F80;
-        code[d] = (d % 2) ? 0x7F : 0x78;
+        code[d] = (d % 2) ? 0x7E : 0x78;
         break;
       default: r[d] = 0x3580; code[d] = 0x48; break; /* 2^-20 -> floor e=-21, y=2 -> E=9 */
     }
@@ -286,7 +289,7 @@ static void sec2_v4_fnuz_record_hand_checked(void **state) {
     want[576 + 448 + 2 * j] = (uint8_t)j;
     want[576 + 449 + 2 * j] = 0x80;
   }
-  const uint8_t sc[8] = {120, 121, 106, 106, 127, 120, 106, 0};
+  const uint8_t sc[8] = {120, 121, 106, 106, 128, 120, 106, 0};
   memcpy(want + 2 * 576 + 8, sc, 8);
   assert_cache_equal(&c, want, "V4 fnuz hand record");
   free(want);
@@ -729,11 +732,11 @@ static void sec3_nonfinite_input(void **state) {
       if (check) assert_int_equal(nf, nonfinite_expected);
       uint8_t *want = expected_cache(&c, init, &k, sv, 4);
       assert_cache_equal(&c, want, fmt_name(f));
-      /* the all-NaN block stores +fp8_max everywhere (0x7E / fnuz 0x7F) */
+      /* the all-NaN block stores +fp8_max everywhere (448 = 0x7E; fnuz 224 = 0x7E) */
       if (f->rec == DSV4KV_RECORD_MXFP8) {
         uint8_t *rec = c.data + 2 * 528;
-        for (int d = 32; d < 64; d++) assert_int_equal(rec[d], f->fnuz ? 0x7F : 0x7E);
-        assert_int_equal(rec[512 + 1], f->fnuz ? 106 : 105); /* 1e-4 <= 240 * 2^-21 */
+        for (int d = 32; d < 64; d++) assert_int_equal(rec[d], 0x7E);
+        assert_int_equal(rec[512 + 1], f->fnuz ? 106 : 105); /* 1e-4 <= 224 * 2^-21 */
       }
       free(want);
       free(init);
@@ -808,7 +811,7 @@ static void round_trip(const fmt_case *f, uint64_t seed) {
         /* scales clamp at 448: blocks with amax > 6 * 448 saturate */
         bound = 0.2 * fmin(amax, 2688.0) + fmax(0.0, fabs(xv) - 2688.0) + ldexp(1.0, -9);
       else
-        bound = fabs(xv) / 16.0 + fmax(amax, 1e-4) / (f->fnuz ? 240.0 * 1024 : 448.0 * 512) * 2.0;
+        bound = fabs(xv) / 16.0 + fmax(amax, 1e-4) / (f->fnuz ? 224.0 * 1024 : 448.0 * 512) * 2.0;
       bound += fabs(xv) * ldexp(1.0, -8);
       if (!(fabs(ov - xv) <= bound))
         fail_msg("%s round trip token %lld dim %d: x=%a out=%a bound=%a", fmt_name(f), (long long)t, d, xv,

@@ -1,9 +1,7 @@
 /* CPU index preparation (SPEC §5, NUMERICS §4).  Integer arithmetic follows
  * the reference's int32 (wrapping) results; every table lookup is
  * bounds-checked first, and a lookup that fails writes -1 and is counted. */
-#include <inttypes.h>
-
-#include "backend.h"
+#include "cpu/cpu.h"
 
 /* The reference computes slots in int32; wrap the same way without UB. */
 static inline int32_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
@@ -32,17 +30,16 @@ static inline int32_t remap(int64_t v, pagediv d, int64_t span) {
 }
 
 /* ---- §5.1 ---------------------------------------------------------------- */
-dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skiplog *log) {
+dsv4kv_status cpu_global_topk(const global_topk_args *a, const exec_opts *o, dsv4kv_report *log) {
   const int64_t bs = a->block_size;
   const pagediv pd = pagediv_of(bs);
-  const int nt = threads_for(o, sat_mul(a->T, a->K / 256 + 1), 64);
+  const int nt = cpu_threads(o, sat_mul(a->T, a->K / 256 + 1), 64);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->T; t++) {
     int64_t req = tv_i32_1(&a->req, t);
     int req_ok = req >= 0 && req < a->R;
     if (!req_ok)
-      skiplog_note(log, skip_key(t, 0, 16), "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside block_table's %" PRId64 " rows",
-                   t, req, a->R);
+      cpu_note(log, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, a->R, 0, 0, 0);
     int32_t count = 0;
     for (int64_t j = 0; j < a->K; j++) {
       int64_t x = tv_i32_2(&a->topk, t, j);
@@ -53,9 +50,7 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skip
         if (req_ok && lp < a->P)
           g = wrap32((int64_t)tv_i32_2(&a->block_table, req, lp) * bs + pd_off(pd, x));
         else if (req_ok)
-          skiplog_note(log, skip_key(t, 1 + j, 16),
-                       "topk_indices[%" PRId64 "][%" PRId64 "] = %" PRId64 " needs block_table[%" PRId64 "][%" PRId64
-                       "], past its %" PRId64 " columns", t, j, x, req, lp, a->P);
+          cpu_note(log, skip_key(t, 1 + j, 16), SKIP_TOPK_COLUMN, t, j, x, req, lp, a->P);
       }
       *tv_i32_2p(&a->global_out, t, j) = g;
     }
@@ -65,9 +60,9 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const run_opts *o, skip
 }
 
 /* ---- §5.2 ---------------------------------------------------------------- */
-dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log) {
+dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_report *log) {
   const int64_t base = tv_i32_1(&a->qsl, 0);
-  const int nt = threads_for(o, sat_mul(a->T, ((int64_t)a->topk_n + a->window_size) / 256 + 1), 64);
+  const int nt = cpu_threads(o, sat_mul(a->T, ((int64_t)a->topk_n + a->window_size) / 256 + 1), 64);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   for (int64_t r = 0; r < a->R; r++) {
     /* Requests in order, tokens of one request in parallel: overlapping query
@@ -83,8 +78,7 @@ dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log
     const int64_t outside = qe > qs ? (qe - qs) - (t_hi > t_lo ? t_hi - t_lo : 0) : 0;
 #pragma omp single nowait
     if (outside > 0)
-      skiplog_note_n(log, outside, r, "request %" PRId64 ": tokens [%" PRId64 ", %" PRId64
-                     ") from query_start_loc reach outside topk_indices' %" PRId64 " rows", r, qs, qe, a->T);
+      cpu_note_n(log, outside, r, SKIP_COMBINE_ROWS, r, qs, qe, a->T, 0, 0);
 #pragma omp for schedule(static)
     for (int64_t t = t_lo; t < t_hi; t++) {
       const int64_t pos = start_pos + (t - qs);
@@ -112,19 +106,18 @@ dsv4kv_status cpu_combine(const combine_args *a, const run_opts *o, skiplog *log
 
 /* Slot of position `pos` of request `req` through a block table, or -1 (and
  * counted) when the lookup would leave the table. */
-static int64_t slot_of(const tview *bt, const char *bt_name, int64_t req, int64_t pos, pagediv d,
-                       skiplog *log, int64_t key) {
+static int64_t slot_of(const tview *bt, int which, int64_t req, int64_t pos, pagediv d,
+                       dsv4kv_report *log, int64_t key) {
   int64_t lp = pos < 0 ? -1 : pd_page(d, pos);
   if (req < 0 || req >= bt->shape[0] || pos < 0 || lp >= bt->shape[1]) {
-    skiplog_note(log, key, "%s[%" PRId64 "][%" PRId64 "] (position %" PRId64 ") is outside its [%" PRId64 ", %" PRId64 "] shape",
-                 bt_name, req, lp, pos, bt->shape[0], bt->shape[1]);
+    cpu_note(log, key, SKIP_TABLE_LOOKUP, which, req, lp, pos, bt->shape[0], bt->shape[1]);
     return -1;
   }
   return (int64_t)wrap32((int64_t)tv_i32_2(bt, req, lp) * d.bs + pd_off(d, pos));
 }
 
 static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv swa, pagediv cmp,
-                                  skiplog *log) {
+                                  dsv4kv_report *log) {
   const int64_t S = a->S;
   for (int64_t j = 0; j < S; j++)
     *tv_i32_2p(&a->out, d, j) = remap(tv_i32_2(&a->dswa, d, j), swa, a->swa_span);
@@ -134,7 +127,7 @@ static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv s
   for (int64_t j = 0; j < a->K4; j++) {
     int64_t v = j < a->Dk ? tv_i32_2(&a->dcomp, d, j) : -1;
     if (a->local && v >= 0) {
-      v = slot_of(&a->comp_bt, "compressed_block_table", req, v, cmp, log, skip_key(d, 1 + j, 16));
+      v = slot_of(&a->comp_bt, 1, req, v, cmp, log, skip_key(d, 1 + j, 16));
       if (v >= 0 && token_valid) count++;
     }
     *tv_i32_2p(&a->out, d, S + j) = remap(v, cmp, a->c_span);
@@ -145,13 +138,12 @@ static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv s
 }
 
 static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv swa, pagediv cmp,
-                                   skiplog *log) {
+                                   dsv4kv_report *log) {
   const int64_t S = a->S, i = t - a->D;
   const int64_t req = tv_i32_1(&a->req, t);
   int32_t *lens = (int32_t *)(a->lens.data + t * a->lens.stride[0] * 4);
   if (req < 0 || req >= a->R) {
-    skiplog_note(log, skip_key(t, 0, 16), "token_to_req_indices[%" PRId64 "] = %" PRId64 " is outside the %" PRId64 " requests",
-                 t, req, a->R);
+    cpu_note(log, skip_key(t, 0, 16), SKIP_FLASHINFER_REQUEST, t, req, a->R, 0, 0, 0);
     for (int64_t j = 0; j < S + a->K4; j++) *tv_i32_2p(&a->out, t, j) = -1;
     *lens = 0;
     return;
@@ -170,20 +162,20 @@ static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv 
   }
   for (int64_t j = 0; j < S; j++) {
     int64_t v = -1;
-    if (j < swa_len) v = slot_of(&a->swa_bt, "swa_block_table", req, swa_start + j, swa, log, skip_key(t, 1 + j, 16));
+    if (j < swa_len) v = slot_of(&a->swa_bt, 0, req, swa_start + j, swa, log, skip_key(t, 1 + j, 16));
     *tv_i32_2p(&a->out, t, j) = remap(v, swa, a->swa_span);
   }
   for (int64_t j = 0; j < a->K4; j++) {
     int64_t x = (j < a->Wp && j < topk_len) ? tv_i32_2(&a->ptopk, i, j) : -1;
-    int64_t v = x >= 0 ? slot_of(&a->comp_bt, "compressed_block_table", req, x, cmp, log, skip_key(t, 1 + S + j, 16)) : -1;
+    int64_t v = x >= 0 ? slot_of(&a->comp_bt, 1, req, x, cmp, log, skip_key(t, 1 + S + j, 16)) : -1;
     *tv_i32_2p(&a->out, t, S + j) = remap(v, cmp, a->c_span);
   }
   *lens = wrap32(S + topk_len);
 }
 
-dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const run_opts *o, skiplog *log) {
+dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const exec_opts *o, dsv4kv_report *log) {
   const pagediv swa = pagediv_of(a->swa_bs), cmp = pagediv_of(a->c_bs);
-  const int nt = threads_for(o, sat_mul(a->D + a->P, (a->S + a->K4) / 256 + 1), 64);
+  const int nt = cpu_threads(o, sat_mul(a->D + a->P, (a->S + a->K4) / 256 + 1), 64);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->D + a->P; t++) {
     if (t < a->D)

@@ -1,18 +1,17 @@
-/* CPU quantize_and_insert_k_cache: one token per iteration, OpenMP over tokens. */
-#include <inttypes.h>
+/* CPU quantize_and_insert_k_cache (SPEC §3): one token per iteration, OpenMP
+ * over tokens, each record by the scalar reference (formats/ref.h). */
 #include <stdlib.h>
 
-#include "backend.h"
-#include "cpu/quant.h"
-#include "formats/records.h"
+#include "cpu/cpu.h"
+#include "formats/ref.h"
 
-dsv4kv_status cpu_quantize_insert(const insert_args *a, const run_opts *o, skiplog *log,
-                                  int64_t *nonfinite_out) {
+dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
   const int64_t bs = c->block_size;
   const int64_t num_slots = c->num_pages * bs; /* <= 2^63 / stride, no overflow */
+  const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
   int oom = 0;
-  const int nt = threads_for(o, a->T, 64);
+  const int nt = cpu_threads(o, a->T, 64);
   uint8_t *losers = nt > 1 ? duplicate_slot_losers(&a->slots, a->T, NULL, 1, 0, &oom) : NULL;
   if (oom) return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory checking slot_mapping for duplicates");
   int64_t nonfinite = 0;
@@ -22,8 +21,7 @@ dsv4kv_status cpu_quantize_insert(const insert_args *a, const run_opts *o, skipl
     int64_t slot = tv_i64_1(&a->slots, t);
     if (slot == -1) continue;
     if (slot < 0 || slot >= num_slots) {
-      skiplog_note(log, t, "slot_mapping[%" PRId64 "] = %" PRId64 " is outside k_cache's slots [0, %" PRId64 ")",
-                   t, slot, num_slots);
+      cpu_note(r, t, SKIP_SLOT, t, slot, num_slots, 0, 0, 0);
       continue;
     }
     const uint16_t *x = (const uint16_t *)(a->k.data + t * a->k.stride[0] * 2);
@@ -33,19 +31,10 @@ dsv4kv_status cpu_quantize_insert(const insert_args *a, const run_opts *o, skipl
     if (losers && losers[t]) continue;
     uint8_t *page = c->base + (slot / bs) * c->page_stride;
     int64_t p = slot % bs;
-    switch (c->record) {
-      case DSV4KV_RECORD_V4:
-        quant_v4_record(x, c->fp8, page + v4_data_off(p), page + v4_scale_off(bs, p));
-        break;
-      case DSV4KV_RECORD_MXFP8:
-        quant_mxfp8_record(x, c->fp8, page + mxfp8_off(p));
-        break;
-      default:
-        quant_nvfp4_record(x, page + nvfp4_off(p));
-        break;
-    }
+    record_quant_ref(c->record, fnuz, x, page + record_values_off(&c->layout, bs, p),
+                     page + record_scales_off(&c->layout, bs, p));
   }
   free(losers);
-  *nonfinite_out = nonfinite;
+  r->nonfinite = nonfinite;
   return DSV4KV_OK;
 }

@@ -4,7 +4,7 @@
  * thread count. */
 #include <stdlib.h>
 
-#include "backend.h"
+#include "cpu/cpu.h"
 
 typedef struct {
   int64_t slot, row;

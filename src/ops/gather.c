@@ -35,13 +35,7 @@ dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DL
   const tview *v[] = {&a.out, &cache_tv, &a.seq_lens, a.has_gather_lens ? &a.gather_lens : NULL,
                       &a.block_table};
   const char *n[] = {"out", "k_cache", "seq_lens", "gather_lens", "block_table"};
-  if ((st = select_backend(v, n, 5))) return st;
-
-  run_opts o = run_opts_of(opt);
-  skiplog log;
-  skiplog_init(&log);
-  if ((st = cpu_gather(&a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0, NULL);
+  return op_dispatch(OP_GATHER, &a, v, n, 5, opt);
 }
 
 int32_t dsv4kv_gather_num_workers(int64_t max_gather_len) {

@@ -36,12 +36,7 @@ dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
   const tview *v[] = {&a.topk, &a.req, &a.block_table, &a.valid, &a.global_out, &a.lens_out};
   const char *n[] = {"topk_indices", "token_to_req_indices", "block_table", "is_valid_token",
                      "global_out", "lens_out"};
-  if ((st = select_backend(v, n, 6))) return st;
-  run_opts o = run_opts_of(opt);
-  skiplog log;
-  skiplog_init(&log);
-  if ((st = cpu_global_topk(&a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0, NULL);
+  return op_dispatch(OP_GLOBAL_TOPK, &a, v, n, 6, opt);
 }
 
 /* ---- §5.2 ---------------------------------------------------------------- */
@@ -93,15 +88,9 @@ static dsv4kv_status combine_outputs(combine_args *a, const DLTensor *combined, 
 }
 
 static dsv4kv_status combine_run(combine_args *a, const dsv4kv_options *opt) {
-  dsv4kv_status st;
   const tview *v[] = {&a->topk, &a->qsl, &a->seq_lens, &a->gather_lens, &a->combined, &a->lens};
   const char *n[] = {"topk_indices", "query_start_loc", "seq_lens", "gather_lens", "combined", "lens"};
-  if ((st = select_backend(v, n, 6))) return st;
-  run_opts o = run_opts_of(opt);
-  skiplog log;
-  skiplog_init(&log);
-  if ((st = cpu_combine(a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0, NULL);
+  return op_dispatch(OP_COMBINE, a, v, n, 6, opt);
 }
 
 dsv4kv_status dsv4kv_combine_topk_swa_indices(const DLTensor *topk_indices,
@@ -286,10 +275,5 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
                      "decode_is_valid_token", "prefill_topk_indices", "query_start_loc", "seq_lens",
                      "replay_start", "token_to_req_indices", "swa_block_table", "compressed_block_table",
                      "sparse_indices", "sparse_lens"};
-  if ((st = select_backend(v, n, 13))) return st;
-  run_opts o = run_opts_of(opt);
-  skiplog log;
-  skiplog_init(&log);
-  if ((st = cpu_flashinfer(&a, &o, &log))) return st;
-  return skiplog_finish(&log, &o, 0, NULL);
+  return op_dispatch(OP_FLASHINFER, &a, v, n, 13, opt);
 }

@@ -42,12 +42,5 @@ dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTe
   const tview *v[] = {&a.k_pre, &a.positions, &a.cos_sin, &a.weight, &cache_tv, &a.slots};
   const char *n[] = {"k_pre", "positions", "cos_sin_cache", "rms_norm_weight", "k_cache",
                      "kv_slot_mapping"};
-  if ((st = select_backend(v, n, 6))) return st;
-
-  run_opts o = run_opts_of(opt);
-  skiplog log;
-  skiplog_init(&log);
-  int64_t nonfinite = 0;
-  if ((st = cpu_indexer_store(&a, &o, &log, &nonfinite))) return st;
-  return skiplog_finish(&log, &o, nonfinite, "k_pre");
+  return op_dispatch(OP_INDEXER_STORE, &a, v, n, 6, opt);
 }

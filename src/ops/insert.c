@@ -24,12 +24,5 @@ dsv4kv_status dsv4kv_quantize_and_insert_k_cache(const DLTensor *k, const DLTens
 
   const tview *v[] = {&a.k, &a.slots, &cache_tv};
   const char *n[] = {"k", "slot_mapping", "k_cache"};
-  if ((st = select_backend(v, n, 3))) return st;
-
-  run_opts o = run_opts_of(opt);
-  skiplog log;
-  skiplog_init(&log);
-  int64_t nonfinite = 0;
-  if ((st = cpu_quantize_insert(&a, &o, &log, &nonfinite))) return st;
-  return skiplog_finish(&log, &o, nonfinite, "k");
+  return op_dispatch(OP_INSERT, &a, v, n, 3, opt);
 }

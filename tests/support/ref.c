@@ -100,7 +100,7 @@ static int smallest_exp(double a, double lim) {
 
 /* MX-style fp8 block (V4 64 dims, MXFP8 32 dims): codes + UE8M0 byte. */
 static void quant_fp8_block(const float *x, int n, int fnuz, uint8_t *codes, uint8_t *scale) {
-  double fmax = fnuz ? 240.0 : 448.0;
+  double fmax = fnuz ? 224.0 : 448.0; /* FNUZ quantizes against 224 (NUMERICS §10) */
   float amax = nan_ignoring_amax(x, n);
   float fl = amax_floor_1e4();
   if (!(amax >= fl)) amax = fl; /* floor; all-NaN -> floor */

@@ -1,0 +1,80 @@
+/* The CPU backend's table, its threads, its report lock, and the choice of
+ * kernel path (scalar today; SIMD paths register here). */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/cpu.h"
+
+const backend_ops cpu_backend = {
+    "cpu", 0, cpu_insert, cpu_gather, cpu_global_topk, cpu_combine, cpu_flashinfer, cpu_indexer_store,
+};
+
+int cpu_threads(const exec_opts *o, int64_t items, int64_t grain) {
+  /* More threads than processors never helps; a huge request would only make
+   * OpenMP try to create them. */
+  int procs = omp_get_num_procs();
+  int want = o->num_threads > 0 ? o->num_threads : omp_get_max_threads();
+  if (want > procs) want = procs;
+  if (want < 1) want = 1;
+  int64_t n = items / grain;
+  if (n < 1) n = 1;
+  return n < want ? (int)n : want;
+}
+
+void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, int64_t v0, int64_t v1,
+                int64_t v2, int64_t v3, int64_t v4, int64_t v5) {
+#pragma omp critical(dsv4kv_report)
+  {
+    r->skipped += n;
+    if (key < r->first_key) {
+      r->first_key = key;
+      r->reason = (int32_t)reason;
+      r->values[0] = v0, r->values[1] = v1, r->values[2] = v2;
+      r->values[3] = v3, r->values[4] = v4, r->values[5] = v5;
+    }
+  }
+}
+
+/* ---- kernel paths ------------------------------------------------------ */
+static const char *const cpu_paths[] = {"scalar"};
+enum { NUM_CPU_PATHS = sizeof cpu_paths / sizeof cpu_paths[0] };
+static int cpu_path = -1; /* -1: not chosen yet */
+
+static int path_index(const char *name) {
+  for (int i = 0; i < NUM_CPU_PATHS; i++)
+    if (!strcmp(name, cpu_paths[i])) return i;
+  return -1;
+}
+
+/* The automatic choice: DSV4KV_CPU_PATH when it names a path, else the best
+ * path the processor runs (the last of the list). */
+static int auto_path(void) {
+  const char *env = getenv("DSV4KV_CPU_PATH");
+  int i = env ? path_index(env) : -1;
+  return i >= 0 ? i : NUM_CPU_PATHS - 1;
+}
+
+int dsv4kv_cpu_path_count(void) { return NUM_CPU_PATHS; }
+
+const char *dsv4kv_cpu_path_name(int i) { return i >= 0 && i < NUM_CPU_PATHS ? cpu_paths[i] : NULL; }
+
+const char *dsv4kv_cpu_path_current(void) {
+  if (cpu_path < 0) cpu_path = auto_path();
+  return cpu_paths[cpu_path];
+}
+
+dsv4kv_status dsv4kv_cpu_path_select(const char *name) {
+  if (!name) {
+    cpu_path = auto_path();
+    dsv4kv_clear_error();
+    return DSV4KV_OK;
+  }
+  int i = path_index(name);
+  if (i < 0)
+    return dsv4kv_fail(DSV4KV_ERR_VALUE, "cpu path '%.64s' is not one this build and processor run (see dsv4kv_cpu_path_name)",
+                       name);
+  cpu_path = i;
+  dsv4kv_clear_error();
+  return DSV4KV_OK;
+}

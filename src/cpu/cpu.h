@@ -1,0 +1,54 @@
+/* What the CPU kernels share: strided reads of index tensors, the thread
+ * count of a parallel region, the report under a lock, and duplicate-slot
+ * resolution.  CPU-only code lives in src/cpu/ and nowhere else. */
+#ifndef DSV4KV_CPU_H
+#define DSV4KV_CPU_H
+
+#include "backend.h"
+
+static inline int32_t tv_i32_1(const tview *v, int64_t i) {
+  return *(const int32_t *)(v->data + i * v->stride[0] * 4);
+}
+static inline int32_t tv_i32_2(const tview *v, int64_t i, int64_t j) {
+  return *(const int32_t *)(v->data + (i * v->stride[0] + j * v->stride[1]) * 4);
+}
+static inline int32_t *tv_i32_2p(const tview *v, int64_t i, int64_t j) {
+  return (int32_t *)(v->data + (i * v->stride[0] + j * v->stride[1]) * 4);
+}
+static inline int64_t tv_i64_1(const tview *v, int64_t i) {
+  return *(const int64_t *)(v->data + i * v->stride[0] * 8);
+}
+static inline int tv_bool_1(const tview *v, int64_t i) {
+  return v->data[i * v->stride[0]] != 0;
+}
+/* Threads for a parallel region over `items` units of about equal cost: one
+ * thread per `grain` items at most, so a small call stays on the calling
+ * thread (waking a team costs more than it saves, and on a loaded machine
+ * far more), and never more than the processors. */
+int cpu_threads(const exec_opts *o, int64_t items, int64_t grain);
+
+/* Adds n skipped entries to the report, keeping the values of the entry with
+ * the lowest key (so the message is the same at any thread count).  Kernels
+ * call it only on the rare skip path, so the lock is cheap. */
+void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, int64_t v0, int64_t v1,
+                int64_t v2, int64_t v3, int64_t v4, int64_t v5);
+#define cpu_note(r, key, reason, ...) cpu_note_n(r, 1, key, reason, __VA_ARGS__)
+
+/* Rows that must not write because a later WRITING row names the same slot
+ * (so the result is the sequential one whatever the thread count).  With
+ * `positions` non-NULL (the indexer), only rows at a group boundary
+ * ((pos + 1) % ratio == 0, pos >= 0, RoPE row pos/ratio*ratio < cs_rows)
+ * write.  Returns a malloc'd mask of T bytes (1 = skip), or NULL with
+ * *oom = 1 on failure; NULL with *oom = 0 when there is no duplicate. */
+uint8_t *duplicate_slot_losers(const tview *slots, int64_t T, const tview *positions, int64_t ratio,
+                               int64_t cs_rows, int *oom);
+
+/* The operations of the CPU backend table (src/cpu/<op>_cpu.c). */
+dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r);
+dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r);
+dsv4kv_status cpu_global_topk(const global_topk_args *a, const exec_opts *o, dsv4kv_report *r);
+dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_report *r);
+dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const exec_opts *o, dsv4kv_report *r);
+dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *r);
+
+#endif
