@@ -41,7 +41,9 @@
  * block_size * record_bytes (padding).
  *
  * Worked example (CPU, V4 records, 64 tokens per page): insert T rows, gather
- * the first request's n tokens back.
+ * the first request's n tokens back.  Complete programs: examples/ of the
+ * project (insert_gather.c, index_ops.c; built against an install with CMake's
+ * find_package(dsv4kv) or pkg-config, see examples/CMakeLists.txt).
  *
  *   // k: T x 512 bf16 values (uint16_t bits); cache: num_pages x (64 * 584) bytes
  *   int64_t k_shape[2] = {T, 512}, s_shape[1] = {T}, c_shape[2] = {num_pages, 64 * 584};
@@ -63,8 +65,10 @@
  *   st = dsv4kv_dequantize_and_gather_k_cache(&out, &k_cache, &cache, &seq_lens, NULL,
  *                                             &table, 0, &opt);
  *
- * Build: cc app.c $(pkg-config --cflags --libs dsv4kv) after `cmake --install`,
- * or -Iinclude -Lbuild -ldsv4kv -Wl,-rpath,$PWD/build from a checkout.
+ * Build: cc app.c $(pkg-config --cflags --libs dsv4kv) after `cmake --install`
+ * (or find_package(dsv4kv CONFIG) + target_link_libraries(app dsv4kv::dsv4kv)),
+ * or -Iinclude -Ibuild/include -Lbuild -ldsv4kv -Wl,-rpath,$PWD/build from a
+ * checkout.
  * The cache tensor may also be 3-D [num_pages, block_size, record_bytes] (the
  * vLLM view); for V4's split page that view is only a byte layout: a page's
  * first block_size * 576 bytes are the tokens' values, then 8 scale bytes each.
@@ -94,9 +98,18 @@
 extern "C" {
 #endif
 
-#define DSV4KV_VERSION_MAJOR 0
-#define DSV4KV_VERSION_MINOR 1
-#define DSV4KV_VERSION_PATCH 0
+/* DSV4KV_VERSION_MAJOR / _MINOR / _PATCH: this header's version, generated from
+ * the project's version into dsv4kv_version.h (installed beside this header;
+ * <build>/include in a build tree).  dsv4kv_version() is the library's, at run
+ * time.  A compiler that cannot find the generated header (only -Iinclude of a
+ * checkout) gets the API without these three macros. */
+#if defined(__has_include)
+#if __has_include("dsv4kv_version.h")
+#include "dsv4kv_version.h"
+#endif
+#else
+#include "dsv4kv_version.h"
+#endif
 
 /* DLPack 0.8 added kDLBool (6); Debian's dlpack 0.6 predates it.  Bool tensors
  * are accepted as kDLBool/8 or kDLUInt/8 (one byte, nonzero = true). */

@@ -153,9 +153,21 @@ static double block_amax_u16(const uint16_t *x, int n) {
   return amax;
 }
 
+/* Counts an element outside its bound, keeping the first for the message. */
+static void outlier(int *bad, sim_outlier *first, int d, double value, double expected, double bound) {
+  if (*bad == 0 && first) {
+    first->dim = d;
+    first->value = value;
+    first->expected = expected;
+    first->bound = bound;
+  }
+  ++*bad;
+}
+
 int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, const uint16_t *got,
-                      sim_errstat *st) {
+                      sim_errstat *st, sim_outlier *first) {
   int bad = 0;
+  if (first) first->dim = -1;
   int block = rec == DSV4KV_RECORD_V4 ? 64 : rec == DSV4KV_RECORD_MXFP8 ? 32 : 16;
   int quantized = rec == DSV4KV_RECORD_V4 ? 448 : 512;
   for (int b0 = 0; b0 < quantized; b0 += block) {
@@ -180,15 +192,15 @@ int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, co
         bound = ax * 0.0625 + ldexp(scale, -10);
       double err = y - x;
       if (!(fabs(err) <= bound * (1.0 + 1e-9)))
-        bad++;
+        outlier(&bad, first, d, y, x, bound);
       tally(st, x, isfinite(err) ? err : x, amax);
     }
   }
   double rope_amax = block_amax_u16(orig + quantized, 512 - quantized);
   for (int d = quantized; d < 512; d++) { /* V4 RoPE dims: copied bit for bit */
-    if (got[d] != orig[d])
-      bad++;
     double x = bf16_to_f32(orig[d]), y = bf16_to_f32(got[d]);
+    if (got[d] != orig[d])
+      outlier(&bad, first, d, y, x, 0.0);
     tally(st, x, isfinite(y - x) ? y - x : x, rope_amax);
   }
   st->rows++;
@@ -199,28 +211,55 @@ int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, co
 /* Indexer records                                                          */
 /* ---------------------------------------------------------------------- */
 
+/* One bf16 step at v: 2^(exponent - 7), at least the smallest subnormal. */
+static double bf16_ulp(double v) {
+  int e;
+  if (v == 0.0 || !isfinite(v)) return ldexp(1.0, -133);
+  frexp(v, &e); /* |v| in [2^(e-1), 2^e) */
+  return e - 8 < -133 ? ldexp(1.0, -133) : ldexp(1.0, e - 8);
+}
+
 void sim_indexer_reference(const uint16_t *k_pre, const float *w, float eps, const float *cs,
-                           float *out) {
+                           float *out, double *tol) {
   float x[128];
   double ss = 0.0;
   for (int d = 0; d < 128; d++) {
     x[d] = bf16_to_f32(k_pre[d]);
     ss += (double)x[d] * x[d];
   }
+  /* The sum of squares in double, not in the library's lane order: rstd may
+   * differ from the library's in its last bits, so a normalised value that
+   * lands near a rounding boundary may round to the neighbouring bf16 (one
+   * step, bf16_ulp).  That is the only difference before RoPE. */
   float rstd = (float)(1.0 / sqrt(ss / 128.0 + (double)eps));
-  for (int d = 0; d < 128; d++)
+  for (int d = 0; d < 128; d++) {
     out[d] = bf16_round((x[d] * rstd) * w[d]);
+    tol[d] = bf16_ulp(out[d]);
+  }
+  /* RoPE carries those steps through: r = e c - o s moves by up to
+   * |c| ulp(e) + |s| ulp(o), which cancellation (e c ~ o s) makes large
+   * against |r| itself; then each side rounds r to bf16 (up to one step of r
+   * between them, and a 2^-7 share of the moved amount), plus the fp32
+   * roundings of o s and the fma (2^-24 each, doubled for slack). */
   for (int i = 32; i < 64; i++) {
     int j = i - 32;
     float e = out[2 * i], o = out[2 * i + 1], c = cs[j], s = cs[32 + j];
+    double de = tol[2 * i], dor = tol[2 * i + 1];
+    double ac = fabs((double)c), as = fabs((double)s), fe = fabs((double)e), fo = fabs((double)o);
     out[2 * i] = bf16_round(fmaf(e, c, -(o * s)));
     out[2 * i + 1] = bf16_round(fmaf(o, c, e * s));
+    double moved_e = ac * de + as * dor, moved_o = ac * dor + as * de;
+    double fp32 = ldexp(fe * ac + fo * as, -22);
+    tol[2 * i] = moved_e * (1.0 + ldexp(1.0, -7)) + bf16_ulp(out[2 * i]) + fp32;
+    tol[2 * i + 1] = moved_o * (1.0 + ldexp(1.0, -7)) + bf16_ulp(out[2 * i + 1]) + fp32;
   }
 }
 
 int sim_check_indexer_record(dsv4kv_record rec, const uint8_t *values, const uint8_t *scale,
-                             const float *ref, sim_errstat *st) {
+                             const float *ref, const double *tol, sim_errstat *st,
+                             sim_outlier *first) {
   int bad = 0;
+  if (first) first->dim = -1;
   int block = rec == DSV4KV_RECORD_INDEXER_FP8 ? 128 : 32;
   for (int b0 = 0; b0 < 128; b0 += block) {
     double amax = 0.0;
@@ -244,16 +283,17 @@ int sim_check_indexer_record(dsv4kv_record rec, const uint8_t *values, const uin
         v = (double)e4m3_value(values[d]) * s_dec;
       else
         v = (double)e2m1_value((uint8_t)(values[d / 2] >> (4 * (d & 1)))) * s_dec;
-      double x = ref[d], ax = fabs(x), bound;
-      /* Slack for a reference that may differ from the library's by a bf16 ulp
-       * (RMSNorm rounding) and for a scale one power of two away. */
+      /* The library quantized its own value, within tol[d] of ours
+       * (sim_indexer_reference); the format's rounding error applies to that
+       * value, and the block scale may be one power of two away. */
+      double x = ref[d], ax = fabs(x) + tol[d], bound;
       if (rec == DSV4KV_RECORD_INDEXER_FP8)
-        bound = ax * (0.0625 + 0.0078125) + ldexp(2.0 * s_ref, -10);
+        bound = ax * 0.0625 + ldexp(2.0 * s_ref, -10) + tol[d];
       else
-        bound = 0.25 * (ax > 2.0 * s_ref ? ax : 2.0 * s_ref) + ax * 0.0078125;
+        bound = 0.25 * (ax > 2.0 * s_ref ? ax : 2.0 * s_ref) + tol[d];
       double err = v - x;
       if (!(fabs(err) <= bound * (1.0 + 1e-9)))
-        bad++;
+        outlier(&bad, first, d, v, x, bound);
       tally(st, x, isfinite(err) ? err : x, amax);
     }
   }

@@ -16,6 +16,12 @@ typedef struct {
   int64_t values, rows;
 } sim_errstat;
 
+/* The first element of a row outside its bound, for the failure message. */
+typedef struct {
+  int dim;                          /* -1: none                            */
+  double value, expected, bound;    /* decoded, original / reference, |bound| */
+} sim_outlier;
+
 void sim_errstat_add(sim_errstat *dst, const sim_errstat *src);
 double sim_errstat_rel_rms(const sim_errstat *s); /* sqrt(sum err^2 / sum ref^2) */
 double sim_errstat_snr_db(const sim_errstat *s);  /* 10 log10(sum ref^2 / sum err^2) */
@@ -61,16 +67,19 @@ int64_t sim_verdict_failures(const sim_verdict *v);
  *               scale e4m3(clamp(amax / 6, 2^-9, 448)).
  * Accumulates the error into st.  Returns the number of elements out of bound. */
 int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, const uint16_t *got,
-                      sim_errstat *st);
+                      sim_errstat *st, sim_outlier *first);
 
 /* Reference of the indexer store for one key (head dim 128): RMSNorm with
- * weight w, GPT-J RoPE on dims 64..127 with cos/sin row cs (32 + 32 floats). */
+ * weight w, GPT-J RoPE on dims 64..127 with cos/sin row cs (32 + 32 floats).
+ * tol[d]: how far the library's value before quantization may be from
+ * out[d], derived from the arithmetic (see check.c). */
 void sim_indexer_reference(const uint16_t *k_pre, const float *w, float eps, const float *cs,
-                           float *out);
+                           float *out, double *tol);
 
 /* Decodes one indexer record (values + scale bytes, SPEC §6 layout) and
  * compares it with the reference.  Returns elements out of bound. */
 int sim_check_indexer_record(dsv4kv_record rec, const uint8_t *values, const uint8_t *scale,
-                             const float *ref, sim_errstat *st);
+                             const float *ref, const double *tol, sim_errstat *st,
+                             sim_outlier *first);
 
 #endif

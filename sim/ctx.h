@@ -19,7 +19,8 @@
  *
  * Bytes counted for an op's GB/s: what the call reads and writes, per row
  * (token, or compressed entry for the compressed-cache ops); block-table
- * lookups and per-request arrays are not counted (see sim_op_bytes_doc):
+ * lookups and per-request arrays are not counted (see sim_op_bytes_doc in
+ * report.h):
  *   inserts         bf16 key 1024 B + slot 8 B read, the record written;
  *   indexer store   bf16 key 256 B, position and slot 16 B, fp32 cos/sin row
  *                   256 B read, the record written (+ 512 B weight per call);
@@ -44,11 +45,6 @@ typedef enum {
   SIM_OP_VERIFY,        /* verification (simulator)                            */
   SIM_NUM_OPS
 } sim_op;
-
-const char *sim_op_name(sim_op op);
-/* One line: what an op's byte count covers, or NULL for the simulator's own
- * work (no bytes counted; "-" in the GB/s column). */
-const char *sim_op_bytes_doc(sim_op op);
 
 typedef struct {
   double seconds;
@@ -106,16 +102,15 @@ typedef struct {
   int fatal;           /* a library call failed: stop      */
   char fatal_msg[400]; /* what failed                       */
   double wall_seconds;
-  int64_t step;    /* current step number                */
-  FILE *json_file; /* --json FILE, opened before the run */
+  int64_t step;          /* current step number                              */
+  FILE *json_file;       /* --json FILE, opened before the run, or NULL      */
+  const char *json_name; /* where it goes, for messages ("stdout" or FILE)  */
+  FILE *text_file;       /* the text report: stdout, stderr with --json -    */
 } sim_ctx;
 
 /* Executes one scheduled batch through the library for every layer kind and
- * verifies it.  Returns 0, or -1 when a library call failed (c->fatal). */
+ * verifies it (step.c).  Returns 0, or -1 when a library call failed
+ * (c->fatal). */
 int sim_step_run(sim_ctx *c, const sim_batch *b);
-
-/* Prints the report (text) and writes the JSON file if asked.  Returns 0, or
- * -1 when the JSON file cannot be written. */
-int sim_report(const sim_ctx *c, int verdict_ok, const char *stop_reason);
 
 #endif

@@ -205,6 +205,37 @@ static void count_hits(sim_sched *s, const sim_req *r, int32_t hits) {
   s->shared_tokens += tokens - own;
 }
 
+/* Pages for r's first `tokens` tokens, preempting running requests from the
+ * tail while the pool is short.  Returns 0, or 1 when r itself was the tail
+ * and was preempted. */
+static int make_room(sim_sched *s, sim_batch *b, sim_req *r, int64_t tokens, int32_t *budget,
+                     int *preempted) {
+  while (ensure_pages(s, r, tokens)) {
+    *preempted = 1;
+    if (preempt_tail(s, b, budget) == r->id)
+      return 1;
+  }
+  return 0;
+}
+
+/* Compacts away the items of preempted requests (decodes stay first) and
+ * counts the batch's tokens; returns the items left. */
+static int32_t compact_items(sim_sched *s, sim_batch *b) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < b->num_items; i++) {
+    sim_item it = b->items[i];
+    if (it.len == 0)
+      continue;
+    s->reqs[it.req].item = -1;
+    b->items[n++] = it;
+    b->num_tokens += it.len;
+    if (it.is_decode)
+      b->num_decode++;
+  }
+  b->num_items = n;
+  return n;
+}
+
 static int schedule_once(sim_sched *s, sim_batch *b) {
   b->num_items = b->num_decode = b->num_tokens = 0;
   int32_t budget = s->max_batched_tokens;
@@ -215,15 +246,7 @@ static int schedule_once(sim_sched *s, sim_batch *b) {
     sim_req *r = &s->reqs[s->running[i]];
     if (!is_decode(r))
       continue;
-    int self = 0;
-    while (ensure_pages(s, r, (int64_t)r->computed + 1)) {
-      preempted = 1;
-      if (preempt_tail(s, b, &budget) == r->id) {
-        self = 1;
-        break;
-      }
-    }
-    if (self)
+    if (make_room(s, b, r, (int64_t)r->computed + 1, &budget, &preempted))
       break; /* r was the tail: nothing after it remains */
     add_item(b, r, r->computed, 1, 1);
     budget--;
@@ -236,15 +259,7 @@ static int schedule_once(sim_sched *s, sim_batch *b) {
     int32_t chunk = known_tokens(r) - r->computed;
     if (chunk > budget)
       chunk = budget;
-    int self = 0;
-    while (ensure_pages(s, r, (int64_t)r->computed + chunk)) {
-      preempted = 1;
-      if (preempt_tail(s, b, &budget) == r->id) {
-        self = 1;
-        break;
-      }
-    }
-    if (self)
+    if (make_room(s, b, r, (int64_t)r->computed + chunk, &budget, &preempted))
       break;
     add_item(b, r, r->computed, chunk, 0);
     budget -= chunk;
@@ -278,20 +293,7 @@ static int schedule_once(sim_sched *s, sim_batch *b) {
     add_item(b, r, r->computed, chunk, 0);
     budget -= chunk;
   }
-  /* compact away items of preempted requests; decodes stay first */
-  int32_t n = 0;
-  for (int32_t i = 0; i < b->num_items; i++) {
-    sim_item it = b->items[i];
-    if (it.len == 0)
-      continue;
-    s->reqs[it.req].item = -1;
-    b->items[n++] = it;
-    b->num_tokens += it.len;
-    if (it.is_decode)
-      b->num_decode++;
-  }
-  b->num_items = n;
-  return n;
+  return compact_items(s, b);
 }
 
 int sim_sched_next(sim_sched *s, sim_batch *b, char *err, size_t errlen) {

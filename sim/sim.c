@@ -1,6 +1,8 @@
 /* sim_run: load the workload, size and allocate the caches, run the steps,
- * report.  See sched.c (batching), step.c (library calls), check.c
- * (verification), report.c (output). */
+ * report.  The data flows one way: options.c (the config) and the workload
+ * (workload.c, trace.c) -> sched.c (batching) -> step.c (one step: step_ops.c
+ * calls the library, step_check.c and check.c verify) -> report*.c (output).
+ * Only this file calls across the stages. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -11,6 +13,7 @@
 
 #include "ctx.h"
 #include "progress.h"
+#include "report.h"
 #include "rng.h"
 #include "trace.h"
 
@@ -20,30 +23,6 @@
 /* Rows of each key table (power of two). */
 #define SIM_KEY_TABLE_ROWS 1024
 #define SIM_RMS_EPS 1e-6f
-
-void sim_config_defaults(sim_config *cfg) {
-  memset(cfg, 0, sizeof *cfg);
-  cfg->model = sim_model_default();
-  cfg->format = DSV4KV_RECORD_V4;
-  cfg->indexer_format = DSV4KV_RECORD_INDEXER_FP8;
-  cfg->block_size = SIM_DEFAULT_BLOCK_SIZE;
-  cfg->max_batched_tokens = SIM_DEFAULT_MAX_BATCHED_TOKENS;
-  cfg->max_num_seqs = SIM_DEFAULT_MAX_NUM_SEQS;
-  cfg->seed = SIM_DEFAULT_SEED;
-  cfg->threads = 0; /* all cores for large calls (measured faster on an idle machine) */
-  cfg->progress = -1;
-}
-
-const char *sim_record_name(dsv4kv_record r) {
-  switch (r) {
-    case DSV4KV_RECORD_V4: return "v4";
-    case DSV4KV_RECORD_MXFP8: return "mxfp8";
-    case DSV4KV_RECORD_NVFP4: return "nvfp4";
-    case DSV4KV_RECORD_INDEXER_FP8: return "fp8"; /* as --indexer-format spells them */
-    case DSV4KV_RECORD_INDEXER_MXFP4: return "mxfp4";
-    default: return "?";
-  }
-}
 
 /* --device cuda: ask the library with an empty insert on a CUDA tensor.  No
  * element is addressed (T = 0), so a backend that exists touches nothing. */
@@ -240,33 +219,6 @@ static void teardown(sim_ctx *c) {
   sim_workload_free(&c->work);
 }
 
-static int check_config(const sim_config *cfg) {
-  const sim_model *m = cfg->model;
-  if (cfg->block_size <= 0) {
-    fprintf(stderr, "dsv4kv run: --block-size must be positive\n");
-    return -1;
-  }
-  for (int i = 0; i < m->num_kinds; i++) {
-    int32_t r = m->kinds[i].compress_ratio;
-    if (r > 0 && cfg->block_size % r != 0) {
-      fprintf(stderr,
-              "dsv4kv run: --block-size %d is not a multiple of compress ratio %d (%s layers): "
-              "a page must hold whole compressed entries (use a multiple of 128, e.g. 256)\n",
-              cfg->block_size, r, m->kinds[i].label);
-      return -1;
-    }
-  }
-  if (cfg->max_batched_tokens <= 0 || cfg->max_num_seqs <= 0) {
-    fprintf(stderr, "dsv4kv run: --max-batched-tokens and the sequence limit must be positive\n");
-    return -1;
-  }
-  return 0;
-}
-
-int sim_json_to_stdout(const sim_config *cfg) {
-  return cfg->json_path && !strcmp(cfg->json_path, "-");
-}
-
 /* Progress goes to stderr (the report owns stdout): --progress auto draws a
  * bar when stderr is a terminal and prints periodic lines otherwise. */
 static sim_progress_mode progress_mode(const sim_config *cfg) {
@@ -277,10 +229,24 @@ static sim_progress_mode progress_mode(const sim_config *cfg) {
   return sim_progress_auto(stderr);
 }
 
+/* Prints the report (text, or the --quiet line) and writes the JSON file if
+ * asked.  Returns 0, or -1 when the JSON file cannot be written. */
+static int report(const sim_ctx *c, int ok, const char *stop) {
+  FILE *f = c->text_file;
+  if (c->cfg.quiet)
+    sim_report_quiet(f, c, ok);
+  else
+    sim_report_text(f, c, ok, stop);
+  fflush(f);
+  if (!c->json_file)
+    return 0;
+  return sim_report_json(c, ok, stop);
+}
+
 int sim_run(const sim_config *cfg) {
   if (cfg->device_cuda)
     return probe_cuda();
-  if (check_config(cfg))
+  if (sim_config_check(cfg))
     return SIM_EXIT_CANNOT_RUN;
   sim_ctx *c = calloc(1, sizeof *c);
   if (!c) {
@@ -291,6 +257,9 @@ int sim_run(const sim_config *cfg) {
   c->model = cfg->model;
   c->bs = cfg->block_size;
   int rc = SIM_EXIT_CANNOT_RUN;
+  /* --json -: stdout carries the JSON alone, the text goes to stderr */
+  c->text_file = sim_json_to_stdout(cfg) ? stderr : stdout;
+  c->json_name = sim_json_to_stdout(cfg) ? "stdout" : cfg->json_path;
   if (sim_json_to_stdout(cfg))
     c->json_file = stdout;
   else if (cfg->json_path && !(c->json_file = fopen(cfg->json_path, "w"))) {
@@ -339,7 +308,7 @@ int sim_run(const sim_config *cfg) {
            c->sched.done == c->work.n;
   if (stop)
     fprintf(stderr, "dsv4kv run: stopped at step %lld: %s\n", (long long)c->step, stop);
-  int jrc = sim_report(c, ok, stop);
+  int jrc = report(c, ok, stop);
   rc = ok ? SIM_EXIT_OK : SIM_EXIT_VERIFY_FAILED;
   if (jrc && rc == SIM_EXIT_OK)
     rc = SIM_EXIT_CANNOT_RUN;

@@ -43,7 +43,10 @@ typedef struct {
   int progress;          /* -1 auto (TTY: bar, else lines), 0 off, 1 bar, 2 lines */
 } sim_config;
 
+/* options.c: the defaults, and their check (0, or -1 with a message on
+ * stderr). */
 void sim_config_defaults(sim_config *cfg);
+int sim_config_check(const sim_config *cfg);
 
 /* Runs the workload and prints the report.  Returns a SIM_EXIT_* status. */
 int sim_run(const sim_config *cfg);
@@ -52,7 +55,11 @@ int sim_run(const sim_config *cfg);
  * --quiet summary) to stderr. */
 int sim_json_to_stdout(const sim_config *cfg);
 
-/* Short names used on the command line and in reports. */
-const char *sim_record_name(dsv4kv_record r);
+/* The formats as --format (v4, mxfp8, nvfp4) and --indexer-format (fp8,
+ * mxfp4) spell them, which the reports print too; "?" for another record.
+ * sim_format_parse reads one of them back (indexer: the indexer records);
+ * 0, or -1 for a name that is not one. */
+const char *sim_format_name(dsv4kv_record r);
+int sim_format_parse(const char *name, int indexer, dsv4kv_record *out);
 
 #endif

@@ -1,6 +1,22 @@
-/* What src/ops/ hands a backend once every argument is checked: raw
- * pointers, 64-bit extents and strides.  Index VALUES read from tensors are
- * still untrusted: backends bounds-check each one (SPEC §7). */
+/* The backend contract: what src/ops/ hands a backend once every argument is
+ * checked (raw pointers, 64-bit extents and strides; index VALUES read from
+ * tensors are still untrusted: backends bounds-check each one, SPEC §7), the
+ * table of operations each backend provides, and the one dispatch tail.
+ *
+ * Adding a backend: implement the six operations over these structs (the
+ * CUDA backend in src/cuda/, as `extern "C"` launchers), fill a backend_ops
+ * table, return it from cuda_backend_if_built() (defined in src/cuda/ when
+ * the build has DSV4KV_WITH_CUDA, a stub in src/ops/dispatch.c otherwise),
+ * and let src/ops/dispatch.c map the device type to it.  Kernels take every
+ * in-record offset from formats/records.h and the arithmetic from
+ * formats/ref.h (or a faster path tested byte for byte against it by the case
+ * registry, tests/ops/).
+ *
+ * Reports on a GPU: count with atomicAdd into report->skipped / nonfinite,
+ * keep the lowest key with atomicMin on report->first_key, and write reason
+ * and values only for the entry whose key is the final minimum (e.g. a tiny
+ * second kernel on the same stream re-derives them from first_key), so the
+ * report names the same entry as the CPU's. */
 #ifndef DSV4KV_BACKEND_H
 #define DSV4KV_BACKEND_H
 

@@ -45,6 +45,11 @@ dsv4kv_status tview_make(tview *v, const DLTensor *t, const char *name, dt_kind 
 dsv4kv_status tview_make_f32_or_bf16(tview *v, const DLTensor *t, const char *name, int ndim,
                                      dt_kind *dt_out);
 
+/* tview_make for a tensor of rows: its last dimension has exactly `width`
+ * elements and is contiguous (k, out, k_pre, cos_sin_cache). */
+dsv4kv_status tview_make_rows(tview *v, const DLTensor *t, const char *name, dt_kind dt, int ndim,
+                              int64_t width);
+
 /* Require dimension d of view v (named name) to equal / be at least n. */
 dsv4kv_status tview_dim_eq(const tview *v, const char *name, int d, int64_t n);
 dsv4kv_status tview_dim_ge(const tview *v, const char *name, int d, int64_t n);
@@ -68,6 +73,11 @@ typedef struct {
   uint32_t flags;
   record_layout layout; /* the record's row of the table (formats/records.h) */
 } cache_view;
+
+/* The records of the main K cache and of the indexer cache (masks for
+ * cache_view_make). */
+#define MAIN_CACHE_RECORDS (1u << DSV4KV_RECORD_V4 | 1u << DSV4KV_RECORD_MXFP8 | 1u << DSV4KV_RECORD_NVFP4)
+#define INDEXER_CACHE_RECORDS (1u << DSV4KV_RECORD_INDEXER_FP8 | 1u << DSV4KV_RECORD_INDEXER_MXFP4)
 
 /* Validates k_cache (uint8, 2-D [pages, page_bytes] or 3-D [pages, bs, rec])
  * against `desc` for an op accepting the records in `allowed_mask`

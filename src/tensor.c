@@ -131,6 +131,14 @@ dsv4kv_status tview_make_f32_or_bf16(tview *v, const DLTensor *t, const char *na
   return fill_view(v, t, name, dt, ndim);
 }
 
+dsv4kv_status tview_make_rows(tview *v, const DLTensor *t, const char *name, dt_kind dt, int ndim,
+                              int64_t width) {
+  dsv4kv_status st;
+  if ((st = tview_make(v, t, name, dt, ndim))) return st;
+  if ((st = tview_dim_eq(v, name, ndim - 1, width))) return st;
+  return tview_last_contiguous(v, name);
+}
+
 dsv4kv_status tview_dim_eq(const tview *v, const char *name, int d, int64_t n) {
   if (v->shape[d] != n)
     return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s.shape[%d] = %lld; expected %lld", name, d,

@@ -1,8 +1,9 @@
 /*
  * SPEC §4 dequantize_and_gather_k_cache and gather_num_workers.
- * Random-byte caches against the reference decode of the documented layout
- * (tests/support/ref.c), hand-computed special scale bytes, lengths, offsets
- * and strides.
+ * Hand-computed special scale bytes, lengths, offsets, byte offsets and
+ * 64-bit addressing, against the reference decode of the documented layout
+ * (tests/support/ref.c).  Random-byte and every-code caches, skips and
+ * thread counts: the op registry (tests/ops/cases_kv.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -112,50 +113,6 @@ static const char *fmt_name(const fmt_case *f) {
     case DSV4KV_RECORD_V4: return f->fnuz ? "V4/fnuz" : "V4";
     case DSV4KV_RECORD_MXFP8: return f->fnuz ? "MXFP8/fnuz" : "MXFP8";
     default: return "NVFP4";
-  }
-}
-
-/* Random-byte cache (every code incl. NaN codes, every scale byte), several
- * requests, gather_lens given, offset 2, strided out, strided block table. */
-static void sec4_random_bytes_match_reference(void **state) {
-  (void)state;
-  rng_t rg;
-  rng_seed(&rg, 21);
-  for (size_t fi = 0; fi < NFORMATS; fi++) {
-    for (int variant = 0; variant < 2; variant++) {
-      const fmt_case *f = &kFormats[fi];
-      int32_t bs = variant ? 16 : 8;
-      int64_t pages = 7;
-      tcache c;
-      tcache_make(&c, f->rec, f->fnuz, bs, pages, variant ? 0 : 24, 0, variant);
-      rng_bytes(&rg, c.data, c.nbytes);
-      int64_t R = 3, P = 4;
-      int32_t seqv[3] = {bs * 2 + 5, bs * 3 + 1, 1};
-      int32_t glv[3] = {bs * 2 + 5, bs + 3, 1};
-      int32_t btv[12];
-      for (int i = 0; i < 12; i++) btv[i] = (int32_t)rng_below(&rg, (uint32_t)pages);
-      int64_t offset = 2, T = 2 + bs * 2 + 5 + 3;
-      tout o;
-      out_make(&o, R + 1, T, T * 520 + 8, 520); /* R_out > R, padded rows */
-      ti32 seq, gl, bt;
-      i32_make1(&seq, seqv, R);
-      i32_make1(&gl, glv, R);
-      bt_make(&bt, btv, R, P, 11, variant ? 2 : 1);
-      int64_t sk;
-      assert_status(run_gather(&o, &c, &seq, &gl, &bt, offset, 0, &sk), DSV4KV_OK);
-      assert_int_equal(sk, 0);
-      uint16_t *want = expected_out(&o, &c, seqv, glv, btv, R, P, offset);
-      char what[80];
-      snprintf(what, sizeof(what), "%s random bytes (variant %d)", fmt_name(f), variant);
-      assert_out_equal(&o, want, what);
-      assert_true(fb_guards_ok(&c.fb));
-      free(want);
-      tcache_free(&c);
-      fb_free(&o.fb);
-      fb_free(&seq.fb);
-      fb_free(&gl.fb);
-      fb_free(&bt.fb);
-    }
   }
 }
 
@@ -416,43 +373,6 @@ static void sec4_byte_offsets_and_extra_rows(void **state) {
   fb_free(&bt.fb);
 }
 
-/* Thread count does not change the bytes. */
-static void sec4_thread_count_invariant(void **state) {
-  (void)state;
-  rng_t rg;
-  rng_seed(&rg, 24);
-  tcache c;
-  tcache_make(&c, DSV4KV_RECORD_V4, 0, 16, 8, 0, 0, 0);
-  rng_bytes(&rg, c.data, c.nbytes);
-  int32_t seqv[4] = {64, 33, 100, 17};
-  int32_t btv[28];
-  for (int i = 0; i < 28; i++) btv[i] = (int32_t)rng_below(&rg, 8);
-  ti32 seq, bt;
-  i32_make1(&seq, seqv, 4);
-  bt_make(&bt, btv, 4, 7, 7, 1);
-  uint16_t *first = NULL;
-  const int th[3] = {1, 2, 0};
-  for (int i = 0; i < 3; i++) {
-    tout o;
-    out_make(&o, 4, 100, 100 * 512, 512);
-    assert_status(run_gather(&o, &c, &seq, NULL, &bt, 0, th[i], NULL), DSV4KV_OK);
-    if (!first) {
-      uint16_t *w = expected_out(&o, &c, seqv, NULL, btv, 4, 7, 0);
-      assert_out_equal(&o, w, "V4 threads");
-      free(w);
-      first = (uint16_t *)malloc(o.n * 2);
-      memcpy(first, o.data, o.n * 2);
-    } else {
-      assert_memory_equal(first, o.data, o.n * 2);
-    }
-    fb_free(&o.fb);
-  }
-  free(first);
-  tcache_free(&c);
-  fb_free(&seq.fb);
-  fb_free(&bt.fb);
-}
-
 /* The record written by an insert decodes as the reference decodes it: the
  * two ops agree on the layout (insert -> gather through the library only). */
 static void sec4_insert_then_gather_layout_agrees(void **state) {
@@ -567,14 +487,12 @@ static void sec4_gather_num_workers(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(sec4_random_bytes_match_reference),
       cmocka_unit_test(sec4_gather_lens_null_vs_given),
       cmocka_unit_test(sec4_zero_length_and_offset),
       cmocka_unit_test(sec4_v4_special_scales_hand_checked),
       cmocka_unit_test(sec4_mxfp8_special_scales_hand_checked),
       cmocka_unit_test(sec4_nvfp4_special_scales_hand_checked),
       cmocka_unit_test(sec4_byte_offsets_and_extra_rows),
-      cmocka_unit_test(sec4_thread_count_invariant),
       cmocka_unit_test(sec4_insert_then_gather_layout_agrees),
       cmocka_unit_test(sec4_large_page_ids_64bit_addressing),
       cmocka_unit_test(sec4_gather_num_workers),

@@ -11,6 +11,7 @@
 
 #include "dsv4kv.h"
 #include "golden_case.h"
+#include "opcall.h"
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -81,8 +82,9 @@ static int run_insert(golden_case *c) {
   const DLTensor *slots = gc_input(c, "slot_mapping", GC_REQUIRED, 1);
   gc_buf *cache = gc_cache(c, "k_cache", 1);
   if (c->failed) return -1;
+  opcall_insert call = {k, &cache->t, &desc, slots};
   dsv4kv_status st;
-  TIMED(c, st = dsv4kv_quantize_and_insert_k_cache(k, &cache->t, &desc, slots, &c->opt));
+  TIMED(c, st = opcall_insert_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_quantize_and_insert_k_cache", st)) return -1;
   return gc_compare_cache(c, cache);
 }
@@ -101,9 +103,9 @@ static int run_gather(golden_case *c) {
   const DLTensor *gather_lens = gc_input(c, "gather_lens", GC_OPTIONAL, 1); /* absent = None */
   const DLTensor *block_table = gc_input(c, "block_table", GC_REQUIRED, 2);
   if (c->failed) return -1;
+  opcall_gather call = {&out->t, &cache->t, &desc, seq_lens, gather_lens, block_table, offset};
   dsv4kv_status st;
-  TIMED(c, st = dsv4kv_dequantize_and_gather_k_cache(&out->t, &cache->t, &desc, seq_lens,
-                                                     gather_lens, block_table, offset, &c->opt));
+  TIMED(c, st = opcall_gather_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_dequantize_and_gather_k_cache", st)) return -1;
   gc_compare(c, out, "expected.out");
   gc_compare_cache(c, cache); /* sparse: listed blocks unchanged, nothing else written */
@@ -125,10 +127,9 @@ static int run_global_topk(golden_case *c) {
   gc_buf *global = gc_output_new(c, "global_topk_indices", ST_I32, 2, topk->shape);
   gc_buf *lens = gc_output_new(c, "topk_lens", ST_I32, 1, topk->shape);
   if (c->failed) return -1;
+  opcall_global_topk call = {topk, token_to_req, block_table, block_size, valid, &global->t, &lens->t};
   dsv4kv_status st;
-  TIMED(c, st = dsv4kv_compute_global_topk_indices_and_lens(topk, token_to_req, block_table,
-                                                            block_size, valid, &global->t,
-                                                            &lens->t, &c->opt));
+  TIMED(c, st = opcall_global_topk_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_compute_global_topk_indices_and_lens", st)) return -1;
   gc_compare(c, global, "expected.global_topk_indices");
   gc_compare(c, lens, "expected.topk_lens");
@@ -138,28 +139,23 @@ static int run_global_topk(golden_case *c) {
 /* ------------------------------------------------------------------------ */
 /* SPEC §5.2: combine_topk_swa_indices                                         */
 /* ------------------------------------------------------------------------ */
-typedef struct {
-  const DLTensor *topk, *qsl, *seq_lens, *gather_lens;
-  int32_t window, ratio, topk_count, M, N;
-} combine_args;
-
 /* The reference's out=None path (dsv4kv_combine_topk_swa_indices_alloc): the
  * library's -1 fill equals the file's prefill when out_prefill is "-1 ...",
  * so expected.combined_indices applies as is.  Lens the op leaves alone come
  * back as the library's 0 fill instead of the file's prefill. */
-static int run_combine_alloc(golden_case *c, const combine_args *a) {
-  DLManagedTensor *combined = NULL, *lens = NULL;
+static int run_combine_alloc(golden_case *c, const opcall_combine *given) {
+  opcall_combine a = *given;
+  a.alloc = 1;
+  a.combined = a.lens = NULL;
   dsv4kv_status st;
-  TIMED(c, st = dsv4kv_combine_topk_swa_indices_alloc(a->topk, a->qsl, a->seq_lens, a->gather_lens,
-                                                      a->window, a->ratio, a->topk_count, a->M,
-                                                      a->N, &combined, &lens, &c->opt));
+  TIMED(c, st = opcall_combine_run(&a, &c->opt));
   if (!gc_status(c, "dsv4kv_combine_topk_swa_indices_alloc", st)) {
-    gc_compare_dl(c, "combined_indices (alloc path)", &combined->dl_tensor,
+    gc_compare_dl(c, "combined_indices (alloc path)", &a.combined_alloc->dl_tensor,
                   "expected.combined_indices");
     const st_tensor *want = st_find(c->st, "expected.combined_lens");
     const st_tensor *prefill = st_find(c->st, "combined_lens");
     gc_buf *masked = gc_output_copy(c, "expected.combined_lens");
-    const DLTensor *got = &lens->dl_tensor;
+    const DLTensor *got = &a.lens_alloc->dl_tensor;
     if (masked && prefill && prefill->nbytes == want->nbytes && want->ndim == 1 &&
         got->ndim == 1 && got->shape[0] == want->shape[0] && got->dtype.code == kDLInt &&
         got->dtype.bits == 32 && got->dtype.lanes == 1) {
@@ -175,30 +171,30 @@ static int run_combine_alloc(golden_case *c, const combine_args *a) {
       gc_fail(c, "combined_lens (alloc path) is not int32 [%" PRId64 "]", want->shape[0]);
     }
   }
-  dsv4kv_managed_free(combined);
-  dsv4kv_managed_free(lens);
+  opcall_combine_release(&a);
   return c->failed ? -1 : 0;
 }
 
 static int run_combine(golden_case *c) {
-  combine_args a;
-  gc_meta_i32(c, "window_size", &a.window);
-  gc_meta_i32(c, "compress_ratio", &a.ratio);
-  gc_meta_i32(c, "topk", &a.topk_count);
+  opcall_combine a;
+  memset(&a, 0, sizeof a);
+  gc_meta_i32(c, "window_size", &a.window_size);
+  gc_meta_i32(c, "compress_ratio", &a.compress_ratio);
+  gc_meta_i32(c, "topk", &a.topk);
   gc_meta_i32(c, "M", &a.M);
   gc_meta_i32(c, "N", &a.N);
-  a.topk = gc_input(c, "topk_indices", GC_REQUIRED, 2);
-  a.qsl = gc_input(c, "query_start_loc", GC_REQUIRED, 1);
+  a.topk_indices = gc_input(c, "topk_indices", GC_REQUIRED, 2);
+  a.query_start_loc = gc_input(c, "query_start_loc", GC_REQUIRED, 1);
   a.seq_lens = gc_input(c, "seq_lens", GC_REQUIRED, 1);
   a.gather_lens = gc_input(c, "gather_lens", GC_REQUIRED, 1);
   /* Outputs are written only in part; the file pre-fills them. */
   gc_buf *combined = gc_output_copy(c, "combined_indices");
   gc_buf *lens = gc_output_copy(c, "combined_lens");
   if (c->failed) return -1;
+  a.combined = &combined->t;
+  a.lens = &lens->t;
   dsv4kv_status st;
-  TIMED(c, st = dsv4kv_combine_topk_swa_indices(a.topk, a.qsl, a.seq_lens, a.gather_lens, a.window,
-                                                a.ratio, a.topk_count, a.M, a.N, &combined->t,
-                                                &lens->t, &c->opt));
+  TIMED(c, st = opcall_combine_run(&a, &c->opt));
   if (gc_status(c, "dsv4kv_combine_topk_swa_indices", st)) return -1;
   gc_compare(c, combined, "expected.combined_indices");
   gc_compare(c, lens, "expected.combined_lens");
@@ -250,8 +246,9 @@ static int run_flashinfer(golden_case *c) {
   gc_buf *indices = gc_output_new(c, "sparse_indices", ST_I32, 2, shape);
   gc_buf *lens = gc_output_new(c, "sparse_topk_lens", ST_I32, 1, shape);
   if (c->failed) return -1;
+  opcall_flashinfer call = {&a, &indices->t, &lens->t};
   dsv4kv_status st;
-  TIMED(c, st = dsv4kv_build_flashinfer_mixed_sparse_indices(&a, &indices->t, &lens->t, &c->opt));
+  TIMED(c, st = opcall_flashinfer_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_build_flashinfer_mixed_sparse_indices", st)) return -1;
   gc_compare(c, indices, "expected.sparse_indices");
   gc_compare(c, lens, "expected.sparse_topk_lens");
@@ -294,9 +291,9 @@ static int run_indexer(golden_case *c) {
   const DLTensor *slots = gc_input(c, "kv_slot_mapping", GC_REQUIRED, 1);
   gc_buf *cache = gc_cache(c, "k_cache", 1);
   if (c->failed) return -1;
+  opcall_indexer call = {k_pre, positions, cos_sin, weight, (float)eps, &cache->t, &desc, slots, ratio};
   dsv4kv_status st;
-  TIMED(c, st = dsv4kv_indexer_k_norm_rope_store(k_pre, positions, cos_sin, weight, (float)eps,
-                                                 &cache->t, &desc, slots, ratio, &c->opt));
+  TIMED(c, st = opcall_indexer_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_indexer_k_norm_rope_store", st)) return -1;
   return gc_compare_cache(c, cache);
 }

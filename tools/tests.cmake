@@ -3,12 +3,13 @@
 # tests/test_*.c glob of the library's cmocka suite does not pick them up.
 set(DSV4KV_CLI_TEST_DIR ${PROJECT_SOURCE_DIR}/tests/cli)
 
-# verify_golden: the whole golden set must pass.  The golden directory is
-# $DSV4KV_GOLDEN at test time, else ../shared/golden beside the checkout; with
-# neither the wrapper exits 77 and ctest reports the test as skipped.
+# verify_golden: the whole golden set must pass.  The golden directory is,
+# in this order: $DSV4KV_GOLDEN at test time; the repository's tests/golden;
+# ../shared/golden beside the checkout.  With none of them the wrapper exits
+# 77 and ctest reports the test as skipped.
 add_test(NAME verify_golden
   COMMAND sh ${DSV4KV_CLI_TEST_DIR}/verify_golden.sh $<TARGET_FILE:dsv4kv_cli>
-          ${PROJECT_SOURCE_DIR}/../shared/golden)
+          ${PROJECT_SOURCE_DIR}/tests/golden ${PROJECT_SOURCE_DIR}/../shared/golden)
 set_tests_properties(verify_golden PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 
 if(DSV4KV_BUILD_TESTS)

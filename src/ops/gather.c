@@ -11,13 +11,9 @@ dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DL
   gather_args a = {0};
   tview cache_tv;
   dsv4kv_status st;
-  const unsigned main_records =
-      1u << DSV4KV_RECORD_V4 | 1u << DSV4KV_RECORD_MXFP8 | 1u << DSV4KV_RECORD_NVFP4;
-  if ((st = tview_make(&a.out, out, "out", DT_BF16, 3))) return st;
-  if ((st = tview_dim_eq(&a.out, "out", 2, HEAD_DIM))) return st;
-  if ((st = tview_last_contiguous(&a.out, "out"))) return st;
+  if ((st = tview_make_rows(&a.out, out, "out", DT_BF16, 3, HEAD_DIM))) return st;
   if ((st = tview_output(&a.out, "out"))) return st;
-  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, main_records))) return st;
+  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, MAIN_CACHE_RECORDS))) return st;
   if ((st = tview_make(&a.seq_lens, seq_lens, "seq_lens", DT_I32, 1))) return st;
   a.R = a.seq_lens.shape[0];
   if (gather_lens) {

@@ -15,10 +15,7 @@ dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTe
   indexer_args a = {0};
   tview cache_tv;
   dsv4kv_status st;
-  const unsigned idx_records = 1u << DSV4KV_RECORD_INDEXER_FP8 | 1u << DSV4KV_RECORD_INDEXER_MXFP4;
-  if ((st = tview_make(&a.k_pre, k_pre, "k_pre", DT_BF16, 2))) return st;
-  if ((st = tview_dim_eq(&a.k_pre, "k_pre", 1, INDEXER_DIM))) return st;
-  if ((st = tview_last_contiguous(&a.k_pre, "k_pre"))) return st;
+  if ((st = tview_make_rows(&a.k_pre, k_pre, "k_pre", DT_BF16, 2, INDEXER_DIM))) return st;
   if ((st = tview_make(&a.slots, kv_slot_mapping, "kv_slot_mapping", DT_I64, 1))) return st;
   a.T = a.slots.shape[0];
   if (a.T > a.k_pre.shape[0])
@@ -37,7 +34,7 @@ dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTe
   if (compress_ratio < 1)
     return dsv4kv_fail(DSV4KV_ERR_VALUE, "compress_ratio = %d; must be >= 1", compress_ratio);
   a.compress_ratio = compress_ratio;
-  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, idx_records))) return st;
+  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, INDEXER_CACHE_RECORDS))) return st;
 
   const tview *v[] = {&a.k_pre, &a.positions, &a.cos_sin, &a.weight, &cache_tv, &a.slots};
   const char *n[] = {"k_pre", "positions", "cos_sin_cache", "rms_norm_weight", "k_cache",

@@ -9,18 +9,14 @@ dsv4kv_status dsv4kv_quantize_and_insert_k_cache(const DLTensor *k, const DLTens
   insert_args a;
   tview cache_tv;
   dsv4kv_status st;
-  const unsigned main_records =
-      1u << DSV4KV_RECORD_V4 | 1u << DSV4KV_RECORD_MXFP8 | 1u << DSV4KV_RECORD_NVFP4;
-  if ((st = tview_make(&a.k, k, "k", DT_BF16, 2))) return st;
-  if ((st = tview_dim_eq(&a.k, "k", 1, HEAD_DIM))) return st;
-  if ((st = tview_last_contiguous(&a.k, "k"))) return st;
+  if ((st = tview_make_rows(&a.k, k, "k", DT_BF16, 2, HEAD_DIM))) return st;
   if ((st = tview_make(&a.slots, slot_mapping, "slot_mapping", DT_I64, 1))) return st;
   a.T = a.slots.shape[0];
   if (a.T > a.k.shape[0])
     return dsv4kv_fail(DSV4KV_ERR_SHAPE,
                        "slot_mapping has %lld entries but k has only %lld rows (T comes from slot_mapping, T <= rows of k)",
                        (long long)a.T, (long long)a.k.shape[0]);
-  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, main_records))) return st;
+  if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, MAIN_CACHE_RECORDS))) return st;
 
   const tview *v[] = {&a.k, &a.slots, &cache_tv};
   const char *n[] = {"k", "slot_mapping", "k_cache"};

@@ -1,14 +1,40 @@
 #!/bin/sh
 # verify_golden: every golden file through `dsv4kv verify`.
-#   usage: verify_golden.sh PATH_TO_DSV4KV DEFAULT_GOLDEN_DIR
-# The golden set is $DSV4KV_GOLDEN when set, else DEFAULT_GOLDEN_DIR
-# (../shared/golden beside the checkout).  Not there: exit 77, which ctest
-# reports as skipped (SKIP_RETURN_CODE), never as passed.  Otherwise the exit
-# status is verify's: non-zero when any file fails.
+#   usage: verify_golden.sh PATH_TO_DSV4KV REPO_GOLDEN_DIR [SHARED_GOLDEN_DIR]
+# The golden set is, in this order:
+#   1. $DSV4KV_GOLDEN when set (and only it: a wrong value is reported, not
+#      papered over by a fallback);
+#   2. REPO_GOLDEN_DIR, the repository's tests/golden;
+#   3. SHARED_GOLDEN_DIR, ../shared/golden beside the checkout.
+# A candidate counts when it is a directory holding *.safetensors files.
+# None found: exit 77, which ctest reports as skipped (SKIP_RETURN_CODE),
+# never as passed.  Otherwise the exit status is verify's: non-zero when any
+# file fails.
 dsv4kv=$1
-golden=${DSV4KV_GOLDEN:-$2}
-if [ ! -d "$golden" ]; then
-  echo "verify_golden: SKIPPED: no golden directory at $golden (set DSV4KV_GOLDEN, or place the set at $2)"
+repo_golden=$2
+shared_golden=${3:-}
+
+has_golden() {
+  [ -d "$1" ] || return 1
+  for f in "$1"/*.safetensors; do
+    [ -f "$f" ] && return 0
+  done
+  return 1
+}
+
+if [ -n "${DSV4KV_GOLDEN:-}" ]; then
+  golden=$DSV4KV_GOLDEN
+  if ! has_golden "$golden"; then
+    echo "verify_golden: SKIPPED: DSV4KV_GOLDEN=$golden holds no *.safetensors files"
+    exit 77
+  fi
+elif has_golden "$repo_golden"; then
+  golden=$repo_golden
+elif [ -n "$shared_golden" ] && has_golden "$shared_golden"; then
+  golden=$shared_golden
+else
+  echo "verify_golden: SKIPPED: no golden set (set DSV4KV_GOLDEN, or place the files in $repo_golden${shared_golden:+ or $shared_golden})"
   exit 77
 fi
+echo "verify_golden: golden set $golden"
 exec "$dsv4kv" verify "$golden"

@@ -1,17 +1,21 @@
 /* Unit tests of the simulator's host-side modules (no kernels involved):
  * the page pool, the scheduler's invariants on a tight pool with prefix
- * sharing, and the trace parser on mutated input (it must never crash).
+ * sharing, the trace parser on mutated input (it must never crash), and the
+ * format names of the command line and the reports.
  * Exit status 0 when every check holds; the first failure is printed. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "pool.h"
 #include "rng.h"
 #include "sched.h"
+#include "sim.h"
 #include "trace.h"
 #include "workload.h"
 
@@ -255,6 +259,92 @@ static void test_trace_fuzz(void) {
   unlink(path);
 }
 
+/* The format spellings of --format / --indexer-format (the reports print
+ * them too) read back to their records, and only for their own option. */
+static void test_format_names(void) {
+  static const struct {
+    dsv4kv_record rec;
+    const char *name;
+    int indexer;
+  } want[] = {{DSV4KV_RECORD_V4, "v4", 0},
+              {DSV4KV_RECORD_MXFP8, "mxfp8", 0},
+              {DSV4KV_RECORD_NVFP4, "nvfp4", 0},
+              {DSV4KV_RECORD_INDEXER_FP8, "fp8", 1},
+              {DSV4KV_RECORD_INDEXER_MXFP4, "mxfp4", 1}};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    dsv4kv_record r = (dsv4kv_record)-1;
+    CHECK(!strcmp(sim_format_name(want[i].rec), want[i].name), "name of record %d: %s",
+          (int)want[i].rec, sim_format_name(want[i].rec));
+    CHECK(sim_format_parse(want[i].name, want[i].indexer, &r) == 0 && r == want[i].rec,
+          "parse %s", want[i].name);
+    CHECK(sim_format_parse(want[i].name, !want[i].indexer, &r) == -1,
+          "%s accepted by the other option", want[i].name);
+  }
+  dsv4kv_record r;
+  CHECK(sim_format_parse("fp16", 0, &r) == -1 && sim_format_parse("V4", 0, &r) == -1,
+        "unknown names accepted");
+  CHECK(!strcmp(sim_format_name((dsv4kv_record)99), "?"), "name of an unknown record");
+}
+
+/* The indexer check's bound against the library on the hardest inputs: cos/sin
+ * chosen per pair so that RoPE cancels exactly (e c = o s for the sim's
+ * normalised values), where a one-step difference of the RMSNorm output
+ * between the sim and the library is all that is left of the value.  Every
+ * record must pass; one code step off in an uncancelled dim must not. */
+static void test_indexer_bound(void) {
+  sim_rng rng = sim_rng_make(77);
+  enum { BS = 4 };
+  for (int fp4 = 0; fp4 < 2; fp4++) {
+    dsv4kv_record rec = fp4 ? DSV4KV_RECORD_INDEXER_MXFP4 : DSV4KV_RECORD_INDEXER_FP8;
+    int vb = fp4 ? 64 : 128;
+    for (int row = 0; row < 3000; row++) {
+      uint16_t k[128];
+      float w[128], ident[64], cs[64], n[128], ref[128];
+      double tol[128];
+      for (int d = 0; d < 128; d++) {
+        float x = (float)(sim_rng_uniform(&rng) * 4.0 - 2.0);
+        uint32_t u;
+        memcpy(&u, &x, 4);
+        k[d] = (uint16_t)(u >> 16);
+        w[d] = (float)(0.5 + sim_rng_uniform(&rng));
+      }
+      for (int j = 0; j < 32; j++) ident[j] = 1.0f, ident[32 + j] = 0.0f;
+      sim_indexer_reference(k, w, 1e-6f, ident, n, tol); /* n: the normalised row */
+      for (int j = 0; j < 32; j++) {
+        double e = n[64 + 2 * j], o = n[65 + 2 * j], h = sqrt(e * e + o * o);
+        cs[j] = h > 0 ? (float)(o / h) : 1.0f;
+        cs[32 + j] = h > 0 ? (float)(e / h) : 0.0f;
+      }
+      sim_indexer_reference(k, w, 1e-6f, cs, ref, tol);
+      uint8_t cache[BS * 132];
+      int64_t shape_k[2] = {1, 128}, shape_p[1] = {1}, shape_cs[2] = {1, 64}, shape_w[1] = {128},
+              shape_c[2] = {1, BS * 132};
+      int64_t pos = 0, slot = 1;
+      DLTensor tk = {k, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, shape_k, NULL, 0};
+      DLTensor tp = {&pos, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, shape_p, NULL, 0};
+      DLTensor tcs = {cs, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape_cs, NULL, 0};
+      DLTensor tw = {w, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape_w, NULL, 0};
+      DLTensor tc = {cache, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, shape_c, NULL, 0};
+      DLTensor ts = {&slot, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, shape_p, NULL, 0};
+      dsv4kv_cache_desc desc = {rec, DSV4KV_FP8_OCP, BS, 0, 0};
+      dsv4kv_status st = dsv4kv_indexer_k_norm_rope_store(&tk, &tp, &tcs, &tw, 1e-6f, &tc, &desc, &ts, 1, NULL);
+      CHECK(st == DSV4KV_OK, "indexer store: %s", dsv4kv_last_error());
+      sim_errstat es = {0};
+      sim_outlier o;
+      uint8_t *values = cache + 1 * vb, *scale = cache + BS * vb + 1 * 4;
+      int bad = sim_check_indexer_record(rec, values, scale, ref, tol, &es, &o);
+      CHECK(bad == 0, "%s row %d: %d values outside; dim %d got %g expected %g bound %g",
+            fp4 ? "mxfp4" : "fp8", row, bad, o.dim, o.value, o.expected, o.bound);
+      if (row == 0 && !fp4) { /* a wrong code must be caught and named */
+        int d = 3;
+        values[d] = (uint8_t)(values[d] ^ 0x08); /* flips the e4m3 exponent's low bit */
+        bad = sim_check_indexer_record(rec, values, scale, ref, tol, &es, &o);
+        CHECK(bad >= 1 && o.dim == d && o.bound > 0, "corrupt code not caught (%d, dim %d)", bad, o.dim);
+      }
+    }
+  }
+}
+
 int main(void) {
   printf("pool\n");
   test_pool();
@@ -262,6 +352,10 @@ int main(void) {
   test_sched();
   printf("trace parser (mutated input)\n");
   test_trace_fuzz();
+  printf("format names\n");
+  test_format_names();
+  printf("indexer bound under RoPE cancellation\n");
+  test_indexer_bound();
   if (failures) {
     printf("%d check(s) failed\n", failures);
     return 1;

@@ -280,27 +280,49 @@ void ref_indexer_row(const uint16_t *k, const float *w, const float *cs, float e
 
 void ref_indexer_token(const uint16_t *k, const float *w, const float *cs, float eps, int fp4,
                        int mx_scale, int tiled, uint8_t *page, int32_t block_size, int32_t p) {
+  uint32_t flags = (mx_scale ? DSV4KV_CACHE_MX_SCALE : 0u) | (tiled ? DSV4KV_CACHE_TILED : 0u);
+  ref_indexer_store(k, w, cs, eps, fp4 ? DSV4KV_RECORD_INDEXER_MXFP4 : DSV4KV_RECORD_INDEXER_FP8, 0, flags,
+                    page, block_size, p);
+}
+
+/* One FP8 block of 128 (SPEC §6 step 3): codes and exponent e; an Inf amax
+ * gives e = 128 (scale +Inf, byte 255) and codes of x * 0 (NaN -> +max), as
+ * the main-cache quantizer (NUMERICS §5). */
+static int indexer_fp8_codes(const float *r, int fnuz, uint8_t *codes) {
+  double fmax = fnuz ? 224.0 : 448.0;
+  float amax = nan_ignoring_amax(r, 128);
+  float fl = amax_floor_1e4();
+  if (!(amax >= fl)) amax = fl;
+  int inf = isinf(amax) != 0;
+  int e = inf ? 128 : smallest_exp((double)amax, fmax);
+  for (int d = 0; d < 128; d++) {
+    double y = inf ? r[d] * 0.0 : ldexp((double)r[d], -e);
+    if (isnan(y)) y = fmax;
+    if (y > fmax) y = fmax;
+    if (y < -fmax) y = -fmax;
+    codes[d] = fnuz ? ref_e4m3fnuz_encode(y) : ref_e4m3_encode(y);
+  }
+  return e;
+}
+
+void ref_indexer_store(const uint16_t *k, const float *w, const float *cs, float eps, dsv4kv_record rec,
+                       int fnuz, uint32_t flags, uint8_t *page, int32_t block_size, int32_t p) {
   uint16_t r16[128];
   float r[128];
   ref_indexer_row(k, w, cs, eps, r16);
   for (int i = 0; i < 128; i++) r[i] = bf16_val(r16[i]);
   int64_t bs = block_size;
+  int fp4 = rec == DSV4KV_RECORD_INDEXER_MXFP4, tiled = (flags & DSV4KV_CACHE_TILED) != 0;
   if (!fp4) {
-    float amax = nan_ignoring_amax(r, 128);
-    float fl = amax_floor_1e4();
-    if (!(amax >= fl)) amax = fl;
-    int e = smallest_exp((double)amax, 448.0);
+    uint8_t codes[128];
+    int e = indexer_fp8_codes(r, fnuz, codes);
     for (int d = 0; d < 128; d++) {
-      double y = isnan(r[d]) ? 448.0 : ldexp((double)r[d], -e);
-      if (y > 448.0) y = 448.0;
-      if (y < -448.0) y = -448.0;
-      uint8_t c = ref_e4m3_encode(y);
       int64_t off = tiled ? (int64_t)(p / 16) * 16 * 128 + (d / 16) * 256 + (p % 16) * 16 + d % 16
                           : (int64_t)p * 128 + d;
-      page[off] = c;
+      page[off] = codes[d];
     }
     uint8_t *sc = page + bs * 128 + (int64_t)p * 4;
-    if (mx_scale) {
+    if (flags & DSV4KV_CACHE_MX_SCALE) {
       int b = e + 127;
       uint8_t u = (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
       sc[0] = sc[1] = sc[2] = sc[3] = u;

@@ -139,9 +139,39 @@ void ref_token_mask(dsv4kv_record rec, uint8_t *mask_page, int32_t block_size, i
 void ref_indexer_token(const uint16_t *k, const float *w, const float *cos_sin_row, float eps,
                        int fp4, int mx_scale, int tiled, uint8_t *page, int32_t block_size,
                        int32_t p);
+/* The same for any indexer record (INDEXER_FP8 with either fp8 flavour and
+ * flags DSV4KV_CACHE_MX_SCALE / _TILED, or INDEXER_MXFP4). */
+void ref_indexer_store(const uint16_t *k, const float *w, const float *cos_sin_row, float eps,
+                       dsv4kv_record rec, int fnuz, uint32_t flags, uint8_t *page, int32_t block_size,
+                       int32_t p);
 /* The normalized + roped row (bf16 bits), exposed for hand checks. */
 void ref_indexer_row(const uint16_t *k, const float *w, const float *cos_sin_row, float eps,
                      uint16_t *out128);
+
+/* ------------------------------------------------------------------------ */
+/* Whole calls of the record ops (support/ref_ops.c): the per-token references
+ * above driven over a call's index tensors, with the skip rules of dsv4kv.h.
+ * Index tensors are compact arrays here; strides are in elements.           */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+  uint8_t *data;          /* page 0 */
+  int64_t pages, page_stride;
+  int32_t bs;
+} ref_cache;
+/* SPEC §3.  Rows in order (a later row wins a shared slot).  Counts: slots
+ * < -1 or past the cache skip; nonfinite = NaN/Inf values of written rows. */
+void ref_insert_call(dsv4kv_record rec, int fnuz, const uint16_t *k, int64_t k_stride,
+                     const int64_t *slots, int64_t T, ref_cache c, int64_t *skipped,
+                     int64_t *nonfinite);
+/* SPEC §4.  out element (r, i, d) at out[r*s0 + i*s1 + d]; bt is [R, P]. */
+void ref_gather_call(dsv4kv_record rec, int fnuz, ref_cache c, const int32_t *seq,
+                     const int32_t *gl, int64_t R, const int32_t *bt, int64_t P, uint16_t *out,
+                     int64_t s0, int64_t s1, int64_t max_tokens, int64_t offset, int64_t *skipped);
+/* SPEC §6.  cs: [cs_rows, 64] widened to float; w: 128 floats. */
+void ref_indexer_call(const uint16_t *k, int64_t k_stride, const int64_t *pos, const int64_t *slots,
+                      int64_t T, const float *cs, int64_t cs_rows, const float *w, float eps,
+                      dsv4kv_record rec, int fnuz, uint32_t flags, int32_t cr, ref_cache c,
+                      int64_t *skipped, int64_t *nonfinite);
 
 /* ------------------------------------------------------------------------ */
 /* misc                                                                      */
@@ -164,9 +194,11 @@ int32_t imax32(int32_t a, int32_t b);
 /* ------------------------------------------------------------------------ */
 /* Reference index ops (SPEC §5), on plain row-major arrays                  */
 /* ------------------------------------------------------------------------ */
-/* 5.1.  Rows of tokens with an out-of-range request id are all -1 (lens of
- * such rows is left untouched); entries whose page is past the block-table
- * row are -1.  *skipped counts entries (page past row) and tokens (bad req). */
+/* 5.1.  Rows of tokens with an out-of-range request id are all -1 (their
+ * lens still count the row's entries >= 0, as dsv4kv.h says); entries whose
+ * page is past the block-table row are -1.  *skipped counts entries (page
+ * past row) and tokens (bad req).  5.3: a prefill token with a bad request
+ * id gets a row of -1 and length 0. */
 void ref_global_topk(const int32_t *topk, int64_t T, int64_t K, const int32_t *t2r,
                      const int32_t *bt, int64_t R, int64_t P, int32_t bs, const uint8_t *valid,
                      int32_t *global, int32_t *lens, int64_t *skipped);
