@@ -275,8 +275,10 @@ DSV4KV_API size_t dsv4kv_report_message(const dsv4kv_report *report, char *buf, 
 typedef struct {
   int64_t *skipped;      /* out, optional, host: entries skipped as out of
                             range (CPU only; see dsv4kv_report)                  */
-  int64_t *nonfinite;    /* out, optional, host: non-finite input values seen
-                            (counted only when check_nonfinite; CPU only)        */
+  int64_t *nonfinite;    /* out, optional, host: non-finite input values seen,
+                            plus, for the indexer store, one per row whose
+                            RMSNorm alone is non-finite (counted only when
+                            check_nonfinite; CPU only)                           */
   int check_nonfinite;   /* inserts / indexer store: count NaN/Inf in the input
                             (and in the indexer's norm) and report them; the
                             bytes stored are the reference's either way          */
@@ -361,10 +363,12 @@ DSV4KV_API int32_t dsv4kv_gather_num_workers(int64_t max_gather_len);
  *   lens_out              int32 [T]
  *
  * global = block_table[req][x / bs] * bs + x % bs for x >= 0, else -1;
- * lens = valid ? count(x >= 0) : 0.  Skipped and counted, written as -1: an
- * entry whose page x / bs is past the block-table row; a token whose request
- * id is outside [0, R) (its whole row).  Returns OK, WARN_SKIPPED or an
- * argument error. */
+ * lens = valid ? (the entries written as slots) : 0, so lens <= K.  Written
+ * as -1 without a lookup: an entry whose page x / bs is past the block-table
+ * row; every entry of a token whose request id is outside [0, R).  For a
+ * valid token these are skipped and counted (the row of a bad request id
+ * once); a token with is_valid_token false is padding (e.g. CUDA-graph rows)
+ * and is not counted.  Returns OK, WARN_SKIPPED or an argument error. */
 DSV4KV_API dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
     const DLTensor *topk_indices, const DLTensor *token_to_req_indices,
     const DLTensor *block_table, int32_t block_size, const DLTensor *is_valid_token,
@@ -385,7 +389,10 @@ DSV4KV_API dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
  *
  * Writes, for each token of each request, the first topk_len + swa_len
  * columns of its row and its length; nothing else.  A token index outside
- * [0, T) (from a malformed query_start_loc) is skipped and counted. */
+ * [0, T) (from a malformed query_start_loc) is skipped and counted.  Lengths
+ * stay inside the row (0 <= len <= topk + window_size <= C): a part that
+ * would be negative (a position before 0, or gather_lens shorter than the
+ * query) is clamped to 0 and counted as a skip. */
 DSV4KV_API dsv4kv_status dsv4kv_combine_topk_swa_indices(const DLTensor *topk_indices,
                                               const DLTensor *query_start_loc,
                                               const DLTensor *seq_lens,
@@ -426,9 +433,19 @@ typedef struct {
  *
  * Every element of both outputs is written.  Skipped and counted, written as
  * -1: a lookup whose request id or page number (position / block size) is
- * outside its block table.  A skipped local decode lookup does not count
- * toward that token's length; a prefill token whose request id is outside
- * [0, R) gets a row of -1 and length 0. */
+ * outside its block table (not counted for a decode token whose
+ * decode_is_valid_token is false: padding).  A skipped local decode lookup
+ * does not count toward that token's length; a prefill token whose request
+ * id is outside [0, R) gets a row of -1 and length 0.  Lengths stay inside
+ * the row, 0 <= len <= S + K4: a decode_compressed_topk_lens entry outside
+ * [0, Dk] is clamped to it, a prefill top-k length below 0 (a position before
+ * 0) or past prefill_topk_indices' width Wp is clamped to [0, Wp]; each clamp
+ * counts as a skip.  A block span below its block size is DSV4KV_ERR_VALUE
+ * (two slots would alias one physical token).
+ * Alignment: a row is S + K4 entries; K4 is a multiple of 4, so with a
+ * compact, 16-byte aligned sparse_indices every row starts 16-byte aligned
+ * exactly when S is a multiple of 4 (the window widths of DeepSeek-V4 are);
+ * the SWA part is not padded, as the reference's layout has it. */
 DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinfer_args *args,
                                                            const DLTensor *sparse_indices,
                                                            const DLTensor *sparse_lens,
@@ -446,7 +463,10 @@ DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4
  *   positions        int64 [>= T]
  *   cos_sin_cache    fp32 or bf16 [max_pos, 64] (cos in 0..31, sin in 32..63)
  *   rms_norm_weight  fp32 or bf16 [128]
- *   eps              RMSNorm epsilon (>= 0, finite)
+ *   eps              RMSNorm epsilon, finite and >= 0.  0 is accepted because
+ *                    the reference accepts it (its golden scale-boundary
+ *                    files use it); an all-zero row then stores 0 / 0, which
+ *                    the non-finite check reports
  *   k_cache, cache   INDEXER_FP8 (flags MX_SCALE, TILED allowed) or
  *                    INDEXER_MXFP4 (no flags) cache
  *   kv_slot_mapping  int64 [T], T <= T_k

@@ -35,8 +35,17 @@ typedef enum {
                                  position, table rows, table columns            */
   SKIP_FLASHINFER_REQUEST = 11, /* token, request id, requests                  */
   SKIP_POSITION_NEGATIVE = 12,  /* row, position                                */
-  SKIP_COS_SIN_ROW = 13         /* row, position, RoPE row, cos_sin_cache rows  */
+  SKIP_COS_SIN_ROW = 13,        /* row, position, RoPE row, cos_sin_cache rows  */
+  SKIP_LENGTH_CLAMPED = 14      /* row, length_part, computed, written, request, limit */
 } skip_reason;
+
+/* values[1] of SKIP_LENGTH_CLAMPED: which length was clamped. */
+typedef enum {
+  LEN_TOPK_BEFORE_START = 0, /* the top-k part ((pos + 1) / compress_ratio) of a position before 0 */
+  LEN_SWA_NEGATIVE = 1,      /* combine: the sliding-window part, gather_lens too short  */
+  LEN_DECODE_COMPRESSED = 2,/* flashinfer decode: decode_compressed_topk_lens[row]      */
+  LEN_PREFILL_TOPK_WIDTH = 3      /* flashinfer prefill: the top-k part, past prefill_topk_indices' width */
+} length_part;
 
 /* Ordering key of a skipped entry: (major, minor) with minor saturated at
  * 2^bits - 1; unsigned arithmetic, so no overflow whatever the values.  The

@@ -36,25 +36,29 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const exec_opts *o, dsv
   const int nt = cpu_threads(o, sat_mul(a->T, a->K / 256 + 1), 64);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (int64_t t = 0; t < a->T; t++) {
-    int64_t req = tv_i32_1(&a->req, t);
-    int req_ok = req >= 0 && req < a->R;
-    if (!req_ok)
-      cpu_note(log, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, a->R, 0, 0, 0);
-    int32_t count = 0;
+    /* A token marked invalid is padding (e.g. CUDA-graph rows): out-of-range
+     * entries of its row are written -1 without a skip; in-range ones keep
+     * the reference's bytes (SPEC §7). */
+    const int valid = tv_bool_1(&a->valid, t);
+    const int64_t req = tv_i32_1(&a->req, t);
+    const int req_ok = req >= 0 && req < a->R;
+    if (!req_ok && valid) cpu_note(log, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, a->R, 0, 0, 0);
+    int32_t count = 0; /* entries written as slots */
     for (int64_t j = 0; j < a->K; j++) {
       int64_t x = tv_i32_2(&a->topk, t, j);
       int32_t g = -1;
-      if (x >= 0) {
-        count++;
+      if (x >= 0 && req_ok) {
         int64_t lp = pd_page(pd, x);
-        if (req_ok && lp < a->P)
+        if (lp < a->P) {
           g = wrap32((int64_t)tv_i32_2(&a->block_table, req, lp) * bs + pd_off(pd, x));
-        else if (req_ok)
+          count++;
+        } else if (valid) {
           cpu_note(log, skip_key(t, 1 + j, 16), SKIP_TOPK_COLUMN, t, j, x, req, lp, a->P);
+        }
       }
       *tv_i32_2p(&a->global_out, t, j) = g;
     }
-    *(int32_t *)(a->lens_out.data + t * a->lens_out.stride[0] * 4) = tv_bool_1(&a->valid, t) ? count : 0;
+    *(int32_t *)(a->lens_out.data + t * a->lens_out.stride[0] * 4) = valid ? count : 0;
   }
   return DSV4KV_OK;
 }
@@ -78,7 +82,7 @@ dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_repo
     const int64_t outside = qe > qs ? (qe - qs) - (t_hi > t_lo ? t_hi - t_lo : 0) : 0;
 #pragma omp single nowait
     if (outside > 0)
-      cpu_note_n(log, outside, r, SKIP_COMBINE_ROWS, r, qs, qe, a->T, 0, 0);
+      cpu_note_n(log, outside, skip_key(r, 0, 32), SKIP_COMBINE_ROWS, r, qs, qe, a->T, 0, 0);
 #pragma omp for schedule(static)
     for (int64_t t = t_lo; t < t_hi; t++) {
       const int64_t pos = start_pos + (t - qs);
@@ -90,7 +94,20 @@ dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_repo
       int64_t swa_start = pos - a->window_size + 1;
       if (swa_start < 0) swa_start = 0;
       if (swa_start < gather_start) swa_start = gather_start;
-      const int64_t swa_len = pos - swa_start + 1; /* <= window_size */
+      int64_t swa_len = pos - swa_start + 1; /* <= window_size */
+      /* Negative only when the lengths disagree (a position before 0, or
+       * gather_lens shorter than the query): clamped, so the consumer's
+       * reads stay inside the row (SPEC §7). */
+      if (topk_len < 0) {
+        cpu_note(log, skip_key(r, 1 + (t - t_lo), 32), SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, topk_len, 0,
+                 r, a->topk_n);
+        topk_len = 0;
+      }
+      if (swa_len < 0) {
+        cpu_note(log, skip_key(r, 1 + (t - t_lo), 32), SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, swa_len, 0,
+                 r, a->window_size);
+        swa_len = 0;
+      }
       for (int64_t j = 0; j < topk_len; j++)
         *tv_i32_2p(&a->combined, t, j) = wrap32(tv_i32_2(&a->topk, t, j) + Mr);
       const int64_t first = Mr + a->N + (swa_start - gather_start);
@@ -104,13 +121,13 @@ dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_repo
 
 /* ---- §5.3 ---------------------------------------------------------------- */
 
-/* Slot of position `pos` of request `req` through a block table, or -1 (and
- * counted) when the lookup would leave the table. */
+/* Slot of position `pos` of request `req` through a block table, or -1 when
+ * the lookup would leave the table (counted unless `log` is NULL: padding). */
 static int64_t slot_of(const tview *bt, int which, int64_t req, int64_t pos, pagediv d,
                        dsv4kv_report *log, int64_t key) {
   int64_t lp = pos < 0 ? -1 : pd_page(d, pos);
   if (req < 0 || req >= bt->shape[0] || pos < 0 || lp >= bt->shape[1]) {
-    cpu_note(log, key, SKIP_TABLE_LOOKUP, which, req, lp, pos, bt->shape[0], bt->shape[1]);
+    if (log) cpu_note(log, key, SKIP_TABLE_LOOKUP, which, req, lp, pos, bt->shape[0], bt->shape[1]);
     return -1;
   }
   return (int64_t)wrap32((int64_t)tv_i32_2(bt, req, lp) * d.bs + pd_off(d, pos));
@@ -121,19 +138,26 @@ static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv s
   const int64_t S = a->S;
   for (int64_t j = 0; j < S; j++)
     *tv_i32_2p(&a->out, d, j) = remap(tv_i32_2(&a->dswa, d, j), swa, a->swa_span);
+  /* An invalid token is padding: its failed lookups are not skips (SPEC §7). */
   const int token_valid = a->has_dvalid ? tv_bool_1(&a->dvalid, d) : 1;
+  dsv4kv_report *note = token_valid ? log : NULL;
   const int64_t req = tv_i32_1(&a->req, d);
   int64_t count = 0;
   for (int64_t j = 0; j < a->K4; j++) {
     int64_t v = j < a->Dk ? tv_i32_2(&a->dcomp, d, j) : -1;
     if (a->local && v >= 0) {
-      v = slot_of(&a->comp_bt, 1, req, v, cmp, log, skip_key(d, 1 + j, 16));
+      v = slot_of(&a->comp_bt, 1, req, v, cmp, note, skip_key(d, 1 + j, 16));
       if (v >= 0 && token_valid) count++;
     }
     *tv_i32_2p(&a->out, d, S + j) = remap(v, cmp, a->c_span);
   }
   int64_t n = 0;
   if (a->Dk > 0) n = a->local ? count : a->has_dcomp_lens ? tv_i32_1(&a->dcomp_lens, d) : a->Dk;
+  if (n < 0 || n > a->Dk) { /* a length input past its row: clamped (SPEC §7) */
+    int64_t w = n < 0 ? 0 : a->Dk;
+    if (note) cpu_note(note, skip_key(d, 0, 16), SKIP_LENGTH_CLAMPED, d, LEN_DECODE_COMPRESSED, n, w, req, a->Dk);
+    n = w;
+  }
   *(int32_t *)(a->lens.data + d * a->lens.stride[0] * 4) = wrap32(S + n);
 }
 
@@ -160,13 +184,21 @@ static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv 
     topk_len = (pos + 1) / a->compress_ratio;
     if (topk_len > a->topk) topk_len = a->topk;
   }
+  /* Below 0 (a position before 0) or past the top-k tensor's width: the
+   * length would promise entries the row does not hold (SPEC §7). */
+  if (topk_len < 0 || topk_len > a->Wp) {
+    int64_t w = topk_len < 0 ? 0 : a->Wp;
+    cpu_note(log, skip_key(t, 0, 16), SKIP_LENGTH_CLAMPED, t, topk_len < 0 ? LEN_TOPK_BEFORE_START : LEN_PREFILL_TOPK_WIDTH,
+             topk_len, w, req, a->Wp < a->topk ? a->Wp : a->topk);
+    topk_len = w;
+  }
   for (int64_t j = 0; j < S; j++) {
     int64_t v = -1;
     if (j < swa_len) v = slot_of(&a->swa_bt, 0, req, swa_start + j, swa, log, skip_key(t, 1 + j, 16));
     *tv_i32_2p(&a->out, t, j) = remap(v, swa, a->swa_span);
   }
   for (int64_t j = 0; j < a->K4; j++) {
-    int64_t x = (j < a->Wp && j < topk_len) ? tv_i32_2(&a->ptopk, i, j) : -1;
+    int64_t x = j < topk_len ? tv_i32_2(&a->ptopk, i, j) : -1;
     int64_t v = x >= 0 ? slot_of(&a->comp_bt, 1, req, x, cmp, log, skip_key(t, 1 + S + j, 16)) : -1;
     *tv_i32_2p(&a->out, t, S + j) = remap(v, cmp, a->c_span);
   }

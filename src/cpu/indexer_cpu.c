@@ -63,13 +63,19 @@ dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4k
       continue;
     }
     const uint16_t *k = (const uint16_t *)(a->k_pre.data + t * a->k_pre.stride[0] * 2);
-    /* Counted before the duplicate check: independent of the thread count. */
-    if (o->check_nonfinite) nonfinite += count_nonfinite_bf16(k, INDEXER_DIM);
+    int norm_bad;
+    const float rstd = indexer_rstd_ref(k, a->eps, &norm_bad);
+    /* Counted before the duplicate check: independent of the thread count.
+     * The norm counts once when it alone is non-finite (SPEC §7). */
+    if (o->check_nonfinite) {
+      int64_t in = count_nonfinite_bf16(k, INDEXER_DIM);
+      nonfinite += in + (in == 0 && norm_bad);
+    }
     if (losers && losers[t]) continue;
     float cos_sin[INDEXER_DIM - INDEXER_ROPE_FROM], r[INDEXER_DIM];
     const int64_t row = cp * a->cos_sin.stride[0];
     for (int j = 0; j < INDEXER_DIM - INDEXER_ROPE_FROM; j++) cos_sin[j] = load_f(&a->cos_sin, a->cos_sin_dt, row + j);
-    indexer_norm_rope_ref(k, weight, cos_sin, a->eps, r);
+    indexer_norm_rope_ref(k, weight, cos_sin, rstd, r);
     uint8_t *page = c->base + (slot / bs) * c->page_stride;
     switch (c->record) {
       case DSV4KV_RECORD_INDEXER_FP8: store_fp8(c, page, slot % bs, r); break;

@@ -163,18 +163,28 @@ static DSV4KV_HD float indexer_sum_squares_ref(const float *x) {
   return v[0];
 }
 
-/* RMSNorm then GPT-J RoPE of one 128-dim row into r[128] (fp32 values of the
- * bf16 results).  weight[128] and cos_sin[64] (cos 0..31, sin 32..63) are the
- * fp32 values of the tables.  The rotation also runs on dims 0..63 with
- * cos = 1, sin = 0 (the masked load's identity: -0 can become +0).  rstd is
- * the correctly rounded 1/sqrt (NUMERICS §10). */
-static DSV4KV_HD void indexer_norm_rope_ref(const uint16_t *k, const float *weight, const float *cos_sin,
-                                            float eps, float *r) {
+/* RMSNorm's factor of one 128-dim bf16 row: rstd = 1 / sqrt(mean(x^2) + eps),
+ * correctly rounded (NUMERICS §10).  *nonfinite = 1 when the mean of squares
+ * or rstd is not finite (an overflowing sum, or 0 / 0 with eps 0): the stored
+ * row is then meaningless even if every input is finite. */
+static DSV4KV_HD float indexer_rstd_ref(const uint16_t *k, float eps, int *nonfinite) {
   float x[INDEXER_DIM];
   for (int d = 0; d < INDEXER_DIM; d++) x[d] = bf16_to_f32(k[d]);
   float var = indexer_sum_squares_ref(x) / (float)INDEXER_DIM;
   float rstd = (float)(1.0 / sqrt((double)(var + eps)));
-  for (int d = 0; d < INDEXER_DIM; d++) x[d] = bf16_to_f32(f32_to_bf16((x[d] * rstd) * weight[d]));
+  *nonfinite = !isfinite(var) || !isfinite(rstd);
+  return rstd;
+}
+
+/* RMSNorm (with rstd from indexer_rstd_ref) then GPT-J RoPE of one 128-dim
+ * row into r[128] (fp32 values of the bf16 results).  weight[128] and
+ * cos_sin[64] (cos 0..31, sin 32..63) are the fp32 values of the tables.  The
+ * rotation also runs on dims 0..63 with cos = 1, sin = 0 (the masked load's
+ * identity: -0 can become +0). */
+static DSV4KV_HD void indexer_norm_rope_ref(const uint16_t *k, const float *weight, const float *cos_sin,
+                                            float rstd, float *r) {
+  float x[INDEXER_DIM];
+  for (int d = 0; d < INDEXER_DIM; d++) x[d] = bf16_to_f32(f32_to_bf16((bf16_to_f32(k[d]) * rstd) * weight[d]));
   for (int i = 0; i < INDEXER_DIM / 2; i++) {
     float c = 1.0f, s = 0.0f;
     if (i >= INDEXER_ROPE_FROM / 2) {

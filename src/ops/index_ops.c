@@ -244,6 +244,14 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
   if (in->swa_block_span < 0 || in->compressed_block_span < 0)
     return dsv4kv_fail(DSV4KV_ERR_VALUE, "swa_block_span = %d, compressed_block_span = %d; must be >= 0 (0 = block size)",
                        in->swa_block_span, in->compressed_block_span);
+  /* A span below the block size would map two slots to one physical token. */
+  if (in->swa_block_span && in->swa_block_span < in->swa_block_size)
+    return dsv4kv_fail(DSV4KV_ERR_VALUE, "swa_block_span = %d is less than swa_block_size = %d: slots would alias",
+                       in->swa_block_span, in->swa_block_size);
+  if (in->compressed_block_span && in->compressed_block_span < in->compressed_block_size)
+    return dsv4kv_fail(DSV4KV_ERR_VALUE,
+                       "compressed_block_span = %d is less than compressed_block_size = %d: slots would alias",
+                       in->compressed_block_span, in->compressed_block_size);
   if (in->window_size <= 0 || in->window_size > a.S)
     return dsv4kv_fail(DSV4KV_ERR_VALUE, "window_size = %d; must be in [1, %lld] (the width of decode_swa_indices)",
                        in->window_size, (long long)a.S);

@@ -59,6 +59,18 @@ static int skip_sentence(const dsv4kv_report *r, char *buf, size_t len) {
                       v[0], v[1], v[2]);
     case SKIP_POSITION_NEGATIVE:
       return snprintf(buf, len, "positions[%" PRId64 "] = %" PRId64 " is negative", v[0], v[1]);
+    case SKIP_LENGTH_CLAMPED: {
+      static const char *const part[] = {"top-k part", "sliding-window part", "compressed length",
+                                         "top-k part"};
+      static const char *const why[] = {
+          "its position is before 0: query_start_loc and seq_lens disagree",
+          "gather_lens is shorter than the query",
+          "decode_compressed_topk_lens says more entries than decode_compressed_indices holds",
+          "prefill_topk_indices is narrower than the top-k length"};
+      int k = v[1] >= 0 && v[1] <= 3 ? (int)v[1] : 0;
+      return snprintf(buf, len, "row %" PRId64 " (request %" PRId64 "): its %s length %" PRId64 " is outside [0, %" PRId64
+                      "] (%s); %" PRId64 " written", v[0], v[4], part[k], v[2], v[5], why[k], v[3]);
+    }
     case SKIP_COS_SIN_ROW:
       return snprintf(buf, len, "positions[%" PRId64 "] = %" PRId64 " needs cos_sin_cache row %" PRId64 ", past its %" PRId64 " rows",
                       v[0], v[1], v[2], v[3]);

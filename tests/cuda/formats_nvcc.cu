@@ -29,8 +29,10 @@ extern "C" __global__ void formats_indexer_rows(const uint16_t *k, const float *
   float r[INDEXER_DIM];
   const int p = (int)(threadIdx.x % (unsigned)bs);
   const uint16_t *row = k + INDEXER_DIM * threadIdx.x;
-  atomicAdd((unsigned long long *)nonfinite, (unsigned long long)count_nonfinite_bf16(row, INDEXER_DIM));
-  indexer_norm_rope_ref(row, weight, cos_sin, eps, r);
+  int norm_bad;
+  const float rstd = indexer_rstd_ref(row, eps, &norm_bad);
+  atomicAdd((unsigned long long *)nonfinite, (unsigned long long)count_nonfinite_bf16(row, INDEXER_DIM) + norm_bad);
+  indexer_norm_rope_ref(row, weight, cos_sin, rstd, r);
   record_layout l8, l4;
   record_layout_of(DSV4KV_RECORD_INDEXER_FP8, &l8);
   record_layout_of(DSV4KV_RECORD_INDEXER_MXFP4, &l4);

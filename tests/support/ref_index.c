@@ -10,26 +10,24 @@ void ref_global_topk(const int32_t *topk, int64_t T, int64_t K, const int32_t *t
                      int32_t *global, int32_t *lens, int64_t *skipped) {
   for (int64_t t = 0; t < T; t++) {
     int32_t req = t2r[t];
-    int32_t cnt = 0;
-    if (req < 0 || req >= R) { /* the whole row -1, counted once; lens as usual */
-      for (int64_t j = 0; j < K; j++) {
-        global[t * K + j] = -1;
-        cnt += topk[t * K + j] >= 0;
-      }
-      lens[t] = valid[t] ? cnt : 0;
-      (*skipped)++;
+    int32_t cnt = 0; /* SPEC §7: lens counts the slots written */
+    if (req < 0 || req >= R) { /* the whole row -1, counted once unless padding */
+      for (int64_t j = 0; j < K; j++) global[t * K + j] = -1;
+      lens[t] = 0;
+      if (valid[t]) (*skipped)++;
       continue;
     }
     for (int64_t j = 0; j < K; j++) {
       int32_t x = topk[t * K + j];
       int32_t g = -1;
       if (x >= 0) {
-        cnt++;
         int32_t page = x / bs;
-        if (page >= P)
-          (*skipped)++;
-        else
+        if (page >= P) {
+          if (valid[t]) (*skipped)++; /* padding is not corruption */
+        } else {
           g = wrap((int64_t)bt[req * P + page] * bs + x % bs);
+          cnt++;
+        }
       }
       global[t * K + j] = g;
     }
@@ -56,6 +54,9 @@ void ref_combine(const int32_t *topk, int64_t T, int64_t W, const int32_t *qsl, 
       int32_t topk_len = cr > 0 ? imin32((pos + 1) / cr, topk_n) : 0;
       int32_t swa_start = imax32(imax32(pos - window + 1, 0), gather_start);
       int32_t swa_len = pos - swa_start + 1;
+      /* SPEC §7: a length never below 0; the clamp is a skip */
+      if (topk_len < 0) topk_len = 0, (*skipped)++;
+      if (swa_len < 0) swa_len = 0, (*skipped)++;
       for (int32_t j = 0; j < topk_len; j++)
         combined[t * C + j] = wrap((int64_t)topk[t * W + j] + (int64_t)M * r);
       for (int32_t j = 0; j < swa_len; j++)
@@ -84,6 +85,7 @@ static void ref_fi_decode(const ref_fi_args *a, const fi_geom *g, int32_t d, int
                           int64_t *skipped) {
   for (int32_t j = 0; j < a->S; j++) row[j] = remap(a->dswa[(int64_t)d * a->S + j], a->sbs, g->sspan);
   int32_t req = a->t2r[d];
+  int token_valid = !a->dvalid || a->dvalid[d];
   int32_t count = 0;
   for (int32_t j = 0; j < g->K4; j++) {
     int32_t v = j < a->Dk ? a->dcomp[(int64_t)d * a->Dk + j] : -1;
@@ -92,7 +94,7 @@ static void ref_fi_decode(const ref_fi_args *a, const fi_geom *g, int32_t d, int
       if (valid) {
         int32_t pg = v / a->cbs;
         if (req < 0 || req >= g->Rc || pg >= g->Pc) {
-          (*skipped)++;
+          if (token_valid) (*skipped)++; /* padding is not corruption */
           v = -1;
         } else {
           v = wrap((int64_t)g->cbt[(int64_t)req * g->Pc + pg] * a->cbs + v % a->cbs);
@@ -113,6 +115,10 @@ static void ref_fi_decode(const ref_fi_args *a, const fi_geom *g, int32_t d, int
     extra = count;
   else
     extra = a->dlens ? a->dlens[d] : a->Dk;
+  if (extra < 0 || extra > a->Dk) { /* SPEC §7: clamped to the row, a skip */
+    extra = extra < 0 ? 0 : a->Dk;
+    if (token_valid) (*skipped)++;
+  }
   lens[d] = wrap((int64_t)a->S + extra);
 }
 
@@ -132,6 +138,10 @@ static void ref_fi_prefill(const ref_fi_args *a, const fi_geom *g, int32_t i, in
   int32_t swa_start = imax32(imax32(pos - a->window + 1, 0), a->replay[req]);
   int32_t swa_len = pos - swa_start + 1;
   int32_t topk_len = a->cr > 0 ? imin32((pos + 1) / a->cr, a->topk) : 0;
+  if (topk_len < 0 || topk_len > a->Wp) { /* SPEC §7: clamped to the data, a skip */
+    topk_len = topk_len < 0 ? 0 : a->Wp;
+    (*skipped)++;
+  }
   for (int32_t j = 0; j < a->S; j++) {
     int32_t v = -1;
     if (j < swa_len) {

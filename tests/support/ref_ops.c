@@ -66,6 +66,19 @@ void ref_gather_call(dsv4kv_record rec, int fnuz, ref_cache c, const int32_t *se
   }
 }
 
+/* The RMSNorm of a finite row is non-finite when its sum of squares
+ * overflows fp32, or when it is 0 with eps 0 (SPEC §7 counts it); computed
+ * in double, away from the library's fp32 lane order (rows near FLT_MAX
+ * exactly are not generated). */
+static int norm_nonfinite(const uint16_t *row, float eps) {
+  double ss = 0.0;
+  for (int d = 0; d < 128; d++) {
+    double x = bf16_val(row[d]);
+    ss += x * x;
+  }
+  return ss > 3.4028234663852886e38 || ss / 128.0 + eps == 0.0;
+}
+
 void ref_indexer_call(const uint16_t *k, int64_t k_stride, const int64_t *pos, const int64_t *slots,
                       int64_t T, const float *cs, int64_t cs_rows, const float *w, float eps,
                       dsv4kv_record rec, int fnuz, uint32_t flags, int32_t cr, ref_cache c,
@@ -90,7 +103,8 @@ void ref_indexer_call(const uint16_t *k, int64_t k_stride, const int64_t *pos, c
       continue;
     }
     const uint16_t *row = k + t * k_stride;
-    *nonfinite += nonfinite_bf16(row, 128);
+    int64_t in = nonfinite_bf16(row, 128);
+    *nonfinite += in + (in == 0 && norm_nonfinite(row, eps));
     ref_indexer_store(row, w, cs + cp * 64, eps, rec, fnuz, flags, c.data + (s / c.bs) * c.page_stride, c.bs,
                       (int32_t)(s % c.bs));
   }
