@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dsv4kv builds and tests with, only those missing.
 set -euo pipefail
-pkgs=(build-essential cmake libcjson-dev libdlpack-dev libcmocka-dev)
+# gnuplot-nox: dsv4kv run --plot; python3: the sim tests parse the JSON report
+pkgs=(build-essential cmake libcjson-dev libdlpack-dev libcmocka-dev gnuplot-nox python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

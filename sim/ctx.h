@@ -12,6 +12,7 @@
 #include "sched.h"
 #include "sim.h"
 #include "tensor.h"
+#include "timeline.h"
 #include "workload.h"
 
 /* Timed operations.  The library's ops, plus the simulator's own key
@@ -97,6 +98,19 @@ typedef struct {
   sim_plan plan;
   sim_buf b_plan[8];     /* storage of the plan arrays       */
   sim_buf b_scratch[32]; /* per-step scratch                 */
+  int32_t alloc_pages;   /* pages backed by memory (pool.num_pages): at most what
+                            the workload can ever hold; num_pages - alloc_pages
+                            are counted as free but never allocated (pool.h)  */
+  const char *pool_from; /* what sized the pool: "--num-blocks",
+                            "--kv-cache-memory" or "auto"                       */
+  sim_model_size msize;  /* whole-model bytes of this run's formats         */
+  sim_series series;     /* per-step series (timeline.h)                    */
+  sim_latency lat;       /* queueing delay, time to first token             */
+  int run_index, run_count; /* this run among the --format list (0-based)  */
+  int ran;               /* the workload ran (0: it could not start)        */
+  int rc;                /* the run's SIM_EXIT_* status                     */
+  int ok;                /* verification passed                             */
+  char stop_msg[512];    /* why it stopped early, or ""                     */
   sim_verdict verdict;
   int64_t lib_skipped; /* sum of dsv4kv_options.skipped     */
   int fatal;           /* a library call failed: stop      */

@@ -52,7 +52,7 @@ void sim_pool_free(sim_pool *p) {
 }
 
 int32_t sim_pool_available(const sim_pool *p) {
-  return p->num_free + p->num_lru;
+  return p->num_free + p->num_lru + p->unbacked;
 }
 
 static uint32_t slot_of(const sim_pool *p, uint64_t key) {

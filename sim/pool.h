@@ -29,13 +29,17 @@ typedef struct {
   int32_t *bucket, *chain; /* key -> page hash table (chained through pages) */
   uint32_t bucket_mask;
   int32_t used, peak_used; /* pages with refcount > 0                         */
+  int32_t unbacked; /* pages of the configured pool past num_pages: counted as
+                       available, never handed out (the run can never need
+                       them: see sim.c, alloc_pages)                        */
   int64_t allocs, hits, evictions;
 } sim_pool;
 
 int sim_pool_init(sim_pool *p, int32_t num_pages); /* 0, or -1 out of memory */
 void sim_pool_free(sim_pool *p);
 
-/* Pages a request can get now: clean free pages plus evictable cached ones. */
+/* Pages a request can get now: clean free pages plus evictable cached ones
+ * (plus the unbacked ones). */
 int32_t sim_pool_available(const sim_pool *p);
 
 /* A page with refcount 1 (evicting the least recently used cached page when no

@@ -28,11 +28,24 @@ int sim_progress_columns(FILE *f) {
   return DEFAULT_COLUMNS;
 }
 
-void sim_progress_start(sim_progress *p, FILE *f, sim_progress_mode mode, int64_t total) {
+void sim_progress_duration(double s, char *out, size_t n) {
+  long t = s > 0 ? (long)(s + 0.5) : 0;
+  if (t < 60)
+    snprintf(out, n, "%lds", t);
+  else if (t < 3600)
+    snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
+  else
+    snprintf(out, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+}
+
+void sim_progress_start(sim_progress *p, FILE *f, sim_progress_mode mode, int64_t total,
+                        int64_t total_work, const char *label) {
   memset(p, 0, sizeof *p);
   p->f = f;
   p->mode = mode;
   p->total = total > 0 ? total : 1;
+  p->total_work = total_work > 0 ? total_work : 1;
+  snprintf(p->label, sizeof p->label, "%s", label ? label : "");
   p->t_start = p->t_last = sim_now();
   p->cols = mode == SIM_PROGRESS_BAR ? sim_progress_columns(f) : DEFAULT_COLUMNS;
 }
@@ -61,13 +74,30 @@ static void format_bar(char *out, int width, const char *head, const char *detai
   snprintf(out + n, (size_t)(width - n + 1), "%s  %s", head, details);
 }
 
+/* "elapsed 12s, ETA 30s": the ETA extrapolates the elapsed time by the
+ * share of the workload's tokens done ("ETA ?" before there is any). */
+static void timing(const sim_progress *p, double el, int64_t work, int64_t done, char *out,
+                   size_t n) {
+  char e[32], r[32] = "?";
+  sim_progress_duration(el, e, sizeof e);
+  double f = (double)work / (double)p->total_work;
+  if (done >= p->total)
+    snprintf(r, sizeof r, "0s");
+  else if (f > 0.001 && el > 0.5)
+    sim_progress_duration(el * (1.0 - (f < 0.999 ? f : 0.999)) / (f < 0.999 ? f : 0.999), r,
+                          sizeof r);
+  snprintf(out, n, "elapsed %s, ETA %s", e, r);
+}
+
 static void draw_bar(sim_progress *p, int pct, int64_t done, int64_t steps, int32_t running,
-                     int64_t queued, double tps) {
-  char head[64], details[160], line[MAX_COLUMNS + 1];
-  snprintf(head, sizeof head, "%3d%% %lld/%lld requests", pct, (long long)done,
-           (long long)p->total);
+                     int64_t queued, double tps, const char *times) {
+  char head[128], details[224], line[MAX_COLUMNS + 1];
+  snprintf(head, sizeof head, "%s%s%3d%% %lld/%lld requests, %s", p->label,
+           p->label[0] ? ": " : "", pct, (long long)done, (long long)p->total, times);
   snprintf(details, sizeof details, "step %lld, %d running, %lld queued, %.0f tok/s",
            (long long)steps, running, (long long)queued, tps);
+  if (isatty(fileno(p->f)))
+    p->cols = sim_progress_columns(p->f); /* follows a resized terminal */
   int width = p->cols - 1;
   format_bar(line, width, head, details, done, p->total);
   /* padded to the width: a shorter line overwrites all of the previous one */
@@ -77,17 +107,19 @@ static void draw_bar(sim_progress *p, int pct, int64_t done, int64_t steps, int3
 }
 
 void sim_progress_update(sim_progress *p, int64_t done, int64_t steps, int64_t tokens,
-                         int32_t running, int64_t queued) {
+                         int64_t work, int32_t running, int64_t queued) {
   if (p->mode == SIM_PROGRESS_OFF)
     return;
   double now = sim_now(), el = now - p->t_start;
   int pct = (int)(100 * done / p->total);
   double tps = el > 0 ? tokens / el : 0.0;
+  char times[64];
   if (p->mode == SIM_PROGRESS_BAR) {
     if (now - p->t_last < BAR_REDRAW_S && done < p->total)
       return;
     p->t_last = now;
-    draw_bar(p, pct, done, steps, running, queued, tps);
+    timing(p, el, work, done, times, sizeof times);
+    draw_bar(p, pct, done, steps, running, queued, tps, times);
     return;
   }
   int decile = (int)(10 * done / p->total);
@@ -95,8 +127,10 @@ void sim_progress_update(sim_progress *p, int64_t done, int64_t steps, int64_t t
     return;
   p->last_decile = decile;
   p->t_last = now;
-  fprintf(p->f, "progress: %3d%%  %lld/%lld requests, step %lld, %lld tokens, %.1f s\n", pct,
-          (long long)done, (long long)p->total, (long long)steps, (long long)tokens, el);
+  timing(p, el, work, done, times, sizeof times);
+  fprintf(p->f, "progress: %s%s%3d%%  %lld/%lld requests, step %lld, %lld tokens, %s\n", p->label,
+          p->label[0] ? ": " : "", pct, (long long)done, (long long)p->total, (long long)steps,
+          (long long)tokens, times);
   fflush(p->f);
 }
 

@@ -2,9 +2,10 @@
  * With --json - the JSON takes stdout and the text goes to stderr (sim.c
  * picks the streams, ctx.h text_file / json_file).
  *
- *   report.c       the figures both forms print (below);
- *   report_text.c  the text report and the --quiet summary;
- *   report_json.c  the JSON report.
+ *   report.c        the figures both forms print (below);
+ *   report_text.c   the text report and the --quiet summary;
+ *   report_model.c  its whole-model, latency and format-comparison sections;
+ *   report_json.c   the JSON report (report_json_run.c: one run's object).
  *
  * The end of the simulator's data flow: it reads the finished sim_ctx and
  * calls nothing but the figures, the statistics helpers and the formats'
@@ -23,8 +24,21 @@
 void sim_report_text(FILE *f, const sim_ctx *c, int ok, const char *stop);
 /* One line on f (and the failure messages on stderr when !ok). */
 void sim_report_quiet(FILE *f, const sim_ctx *c, int ok);
-/* Writes the JSON report to c->json_file.  0, or -1 (message on stderr). */
-int sim_report_json(const sim_ctx *c, int ok, const char *stop);
+/* Sections of the text report (report_model.c): the whole model's cache
+ * bytes, the latency percentiles; and the table comparing the runs of a
+ * --format list. */
+void sim_report_model(FILE *f, const sim_ctx *c);
+void sim_report_latency(FILE *f, const sim_ctx *c);
+void sim_report_compare(FILE *f, const sim_ctx *const *runs, int n);
+
+/* The JSON report of runs[0..n-1] (the formats of one command) to f, named
+ * `name` in messages.  0, or -1 (message on stderr).  Its layout is
+ * SIM_JSON_SCHEMA (report_json.c). */
+#define SIM_JSON_SCHEMA 2
+int sim_report_json(FILE *f, const char *name, const sim_ctx *const *runs, int n);
+/* One run's object (report_json_run.c). */
+struct cJSON;
+struct cJSON *sim_report_json_run(const sim_ctx *c);
 
 /* ---- figures (report.c) ---- */
 

@@ -1,240 +1,140 @@
-/* The JSON report of a run (--json; see report.h): the text report's
- * figures as one object. */
-#include <math.h>
+/* The JSON report (--json; see report.h).  Schema 2 (SIM_JSON_SCHEMA):
+ *
+ *   schema_version   2 (1: the unversioned report of one run, its fields at
+ *                    the top level)
+ *   tool, version    "dsv4kv run", the header's version
+ *   library_version  dsv4kv_version() of the library actually loaded
+ *   git_commit       the commit the build was configured at, or null
+ *   host             the machine's name
+ *   command_line     the command, shell-quoted; argv: its words
+ *   threads          requested (--threads), large_calls, small_calls,
+ *                    processors, omp_wait_policy (or null)
+ *   model            name, layers, source, kinds [{kind, compress_ratio, topk,
+ *                    indexer, layers}]
+ *   passed           every run passed
+ *   runs             one object per --format (report_json_run.c): format,
+ *                    indexer_format, ran, exit_status, passed, model_bytes,
+ *                    latency {queueing_delay_s, ttft_s: {n, p50, p90, p99,
+ *                    mean, max}}, time_series {points, every_steps,
+ *                    max_points, step[], virtual_time_s[], pages_in_use[],
+ *                    running[], queued[], batch_tokens[], tokens[]}, and the
+ *                    figures of the text report (config, requests, tokens,
+ *                    pages, batching, cache_bytes, layers, quantization_error,
+ *                    totals, verification)
+ *   comparison       one row per run: format, indexer_format, bytes_per_token,
+ *                    gib_per_million_tokens, pages, preemptions, ttft_p99_s,
+ *                    compressed_rel_rms, indexer_rel_rms (null when not
+ *                    measured), passed */
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "report.h"
+#include "run.h"
 
-static const char *op_key(sim_op op) {
-  static const char *keys[SIM_NUM_OPS] = {"make_keys",
-                                          "insert_swa",
-                                          "insert_compressed",
-                                          "indexer_store",
-                                          "gather_compressed",
-                                          "gather_swa",
-                                          "combine_topk_swa_indices",
-                                          "compute_global_topk_indices_and_lens",
-                                          "build_flashinfer_mixed_sparse_indices",
-                                          "verify"};
-  return keys[op];
+static void json_meta(cJSON *root, const sim_config *cfg) {
+  cJSON_AddNumberToObject(root, "schema_version", SIM_JSON_SCHEMA);
+  cJSON_AddStringToObject(root, "tool", "dsv4kv run");
+  cJSON_AddStringToObject(root, "version", sim_version_string());
+  cJSON_AddStringToObject(root, "library_version", dsv4kv_version());
+  if (cfg->git_commit)
+    cJSON_AddStringToObject(root, "git_commit", cfg->git_commit);
+  else
+    cJSON_AddNullToObject(root, "git_commit");
+  cJSON_AddStringToObject(root, "host", sim_host_name());
+  char cmd[4096];
+  sim_command_line(cfg, cmd, sizeof cmd);
+  cJSON_AddStringToObject(root, "command_line", cmd);
+  cJSON *argv = cJSON_AddArrayToObject(root, "argv");
+  cJSON_AddItemToArray(argv, cJSON_CreateString("dsv4kv"));
+  for (int i = 0; i < cfg->argc; i++)
+    cJSON_AddItemToArray(argv, cJSON_CreateString(cfg->argv[i]));
+  sim_threads t = sim_threads_of(cfg);
+  cJSON *th = cJSON_AddObjectToObject(root, "threads");
+  cJSON_AddNumberToObject(th, "requested", t.requested);
+  cJSON_AddNumberToObject(th, "large_calls", t.large_calls);
+  cJSON_AddNumberToObject(th, "small_calls", t.small_calls);
+  cJSON_AddNumberToObject(th, "processors", t.processors);
+  if (t.wait_policy)
+    cJSON_AddStringToObject(th, "omp_wait_policy", t.wait_policy);
+  else
+    cJSON_AddNullToObject(th, "omp_wait_policy");
 }
 
-static cJSON *errstat_json(const sim_errstat *st) {
+static void json_model(cJSON *root, const sim_model *m) {
+  cJSON *o = cJSON_AddObjectToObject(root, "model");
+  cJSON_AddStringToObject(o, "name", m->name);
+  cJSON_AddNumberToObject(o, "layers", sim_model_layers(m));
+  cJSON_AddNumberToObject(o, "mtp_layers_not_counted", m->mtp_layers);
+  cJSON_AddStringToObject(o, "source", m->source);
+  cJSON *kinds = cJSON_AddArrayToObject(o, "kinds");
+  for (int i = 0; i < m->num_kinds; i++) {
+    const sim_layer_kind *k = &m->kinds[i];
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddStringToObject(x, "kind", k->label);
+    cJSON_AddNumberToObject(x, "compress_ratio", k->compress_ratio);
+    cJSON_AddNumberToObject(x, "topk", k->topk);
+    cJSON_AddBoolToObject(x, "indexer", k->has_indexer);
+    cJSON_AddNumberToObject(x, "layers", k->num_layers);
+    cJSON_AddItemToArray(kinds, x);
+  }
+}
+
+static void add_rms(cJSON *o, const char *key, const sim_ctx *c, const char *cache) {
+  sim_err_row er[3];
+  sim_err_rows(c, er);
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(er[i].cache, cache) && er[i].st.rows) {
+      cJSON_AddNumberToObject(o, key, sim_errstat_rel_rms(&er[i].st));
+      return;
+    }
+  cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *compare_json(const sim_ctx *c) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "rows", (double)st->rows);
-  cJSON_AddNumberToObject(o, "values", (double)st->values);
-  cJSON_AddNumberToObject(o, "rel_rms", sim_errstat_rel_rms(st));
-  double snr = sim_errstat_snr_db(st);
-  if (isfinite(snr))
-    cJSON_AddNumberToObject(o, "snr_db", snr);
+  cJSON_AddStringToObject(o, "format", sim_format_name(c->cfg.format));
+  cJSON_AddStringToObject(o, "indexer_format", sim_format_name(c->cfg.indexer_format));
+  cJSON_AddNumberToObject(o, "bytes_per_token", c->msize.total);
+  cJSON_AddNumberToObject(o, "gib_per_million_tokens", sim_gib_per_mtok(c->msize.total));
+  cJSON_AddNumberToObject(o, "pages", c->num_pages);
+  cJSON_AddNumberToObject(o, "preemptions", (double)c->sched.preemptions);
+  if (c->ran)
+    cJSON_AddNumberToObject(o, "ttft_p99_s", c->lat.ttft_s.p99);
   else
-    cJSON_AddNullToObject(o, "snr_db");
-  cJSON_AddNumberToObject(o, "max_abs_err", st->max_abs_err);
-  cJSON_AddNumberToObject(o, "max_abs_err_over_block_amax", st->max_rel_amax);
+    cJSON_AddNullToObject(o, "ttft_p99_s");
+  add_rms(o, "compressed_rel_rms", c, "compressed");
+  add_rms(o, "indexer_rel_rms", c, "indexer");
+  cJSON_AddBoolToObject(o, "passed", c->ran && c->ok);
   return o;
 }
 
-static void json_config(cJSON *root, const sim_ctx *c) {
-  cJSON *cfg = cJSON_AddObjectToObject(root, "config");
-  cJSON_AddStringToObject(cfg, "model", c->model->name);
-  cJSON_AddStringToObject(cfg, "format", sim_format_name(c->cfg.format));
-  cJSON_AddStringToObject(cfg, "indexer_format", sim_format_name(c->cfg.indexer_format));
-  cJSON_AddNumberToObject(cfg, "block_size", c->bs);
-  cJSON_AddNumberToObject(cfg, "num_blocks", c->num_pages);
-  cJSON_AddNumberToObject(cfg, "max_batched_tokens", c->cfg.max_batched_tokens);
-  cJSON_AddNumberToObject(cfg, "max_num_seqs", c->cfg.max_num_seqs);
-  cJSON_AddNumberToObject(cfg, "seed", (double)c->cfg.seed);
-  cJSON_AddStringToObject(cfg, "device", "cpu");
-  cJSON_AddNumberToObject(cfg, "threads", c->cfg.threads);
-  cJSON_AddNumberToObject(cfg, "window", c->model->window);
-  cJSON_AddNumberToObject(cfg, "page_bytes", sim_page_bytes(c));
-}
-
-static void json_workload(cJSON *root, const sim_ctx *c) {
-  const sim_sched *s = &c->sched;
-  sim_workload_totals wt = sim_workload_sum(&c->work);
-  cJSON *w = cJSON_AddObjectToObject(root, "requests");
-  cJSON_AddNumberToObject(w, "total", (double)c->work.n);
-  cJSON_AddNumberToObject(w, "done", (double)s->done);
-  cJSON_AddNumberToObject(w, "skipped_lines", (double)c->work.skipped_lines);
-  cJSON_AddNumberToObject(w, "prompt_tokens", (double)wt.input_tokens);
-  cJSON_AddNumberToObject(w, "output_tokens", (double)wt.output_tokens);
-  cJSON_AddNumberToObject(w, "arrival_span_s", wt.span_ms / 1000.0);
-
-  cJSON_AddNumberToObject(root, "steps", (double)s->steps);
-  cJSON_AddNumberToObject(root, "virtual_time_s", s->clock_ms / 1000.0);
-  cJSON *tok = cJSON_AddObjectToObject(root, "tokens");
-  cJSON_AddNumberToObject(tok, "prefill", (double)s->prefill_tokens);
-  cJSON_AddNumberToObject(tok, "decode", (double)s->decode_tokens);
-  cJSON_AddNumberToObject(tok, "recomputed", (double)s->recomputed_tokens);
-  cJSON_AddNumberToObject(tok, "prefix_hit", (double)s->hit_tokens);
-  cJSON_AddNumberToObject(tok, "prefix_hit_shared", (double)s->shared_tokens);
-  cJSON_AddNumberToObject(tok, "prefix_hit_readmitted", (double)s->readmit_tokens);
-  cJSON *pg = cJSON_AddObjectToObject(root, "pages");
-  cJSON_AddNumberToObject(pg, "pool", c->num_pages);
-  cJSON_AddNumberToObject(pg, "peak_used", c->pool.peak_used);
-  cJSON_AddNumberToObject(pg, "prefix_hit", (double)s->hit_pages);
-  cJSON_AddNumberToObject(pg, "prefix_hit_shared", (double)s->shared_pages);
-  cJSON_AddNumberToObject(pg, "prefix_hit_readmitted", (double)s->readmit_pages);
-  cJSON_AddNumberToObject(pg, "evicted_cached", (double)c->pool.evictions);
-  cJSON *bt = cJSON_AddObjectToObject(root, "batching");
-  cJSON_AddNumberToObject(bt, "peak_running", s->peak_running);
-  cJSON_AddNumberToObject(bt, "peak_queued", s->peak_queued);
-  cJSON_AddNumberToObject(bt, "preemptions", (double)s->preemptions);
-  sim_pool_pressure p = sim_pressure(c);
-  cJSON_AddBoolToObject(bt, "pool_bottleneck", p.limited);
-  if (p.limited)
-    cJSON_AddNumberToObject(bt, "suggested_num_blocks", (double)p.suggest);
-  else
-    cJSON_AddNullToObject(bt, "suggested_num_blocks");
-  cJSON_AddNumberToObject(bt, "pages_all_requests_at_once", (double)p.all_at_once);
-}
-
-static void json_sizes(cJSON *root, const sim_ctx *c) {
-  cJSON *arr = cJSON_AddArrayToObject(root, "cache_bytes");
-  for (int i = 0; i < c->nkinds; i++) {
-    sim_cache_size cs[3];
-    int n = sim_kind_caches(c, &c->kinds[i], cs);
-    for (int j = 0; j < n; j++) {
-      cJSON *o = cJSON_CreateObject();
-      cJSON_AddStringToObject(o, "layer", cs[j].layer);
-      cJSON_AddStringToObject(o, "cache", cs[j].cache);
-      cJSON_AddStringToObject(o, "format", sim_format_name(cs[j].rec));
-      cJSON_AddNumberToObject(o, "tokens_per_entry", cs[j].tokens_per_entry);
-      cJSON_AddNumberToObject(o, "bytes_per_entry", cs[j].bytes_per_entry);
-      cJSON_AddNumberToObject(o, "bytes_per_token", sim_cs_bytes_per_token(&cs[j]));
-      cJSON_AddNumberToObject(o, "bf16_bytes_per_token", sim_cs_bf16_per_token(&cs[j]));
-      cJSON_AddNumberToObject(o, "ratio",
-                              (double)cs[j].bytes_per_entry / cs[j].bf16_bytes_per_entry);
-      cJSON_AddItemToArray(arr, o);
-    }
-  }
-}
-
-static cJSON *op_json(sim_op op, const sim_opstat *st) {
-  cJSON *x = cJSON_CreateObject();
-  cJSON_AddNumberToObject(x, "calls", (double)st->calls);
-  cJSON_AddNumberToObject(x, "tokens", (double)st->rows);
-  cJSON_AddNumberToObject(x, "seconds", st->seconds);
-  cJSON_AddNumberToObject(x, "tokens_per_s", sim_rate((double)st->rows, st->seconds));
-  if (sim_is_sim_op(op)) { /* the simulator's own work: no bytes counted */
-    cJSON_AddNullToObject(x, "bytes");
-    cJSON_AddNullToObject(x, "gb_per_s");
-  } else {
-    cJSON_AddNumberToObject(x, "bytes", (double)st->bytes);
-    cJSON_AddNumberToObject(x, "gb_per_s", sim_rate((double)st->bytes, st->seconds) / 1e9);
-  }
-  return x;
-}
-
-static void json_layers(cJSON *root, const sim_ctx *c) {
-  cJSON *kinds = cJSON_AddArrayToObject(root, "layers");
-  for (int i = 0; i < c->nkinds; i++) {
-    const sim_kind_state *ks = &c->kinds[i];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "kind", ks->k->label);
-    cJSON_AddNumberToObject(o, "compress_ratio", ks->ratio);
-    cJSON_AddNumberToObject(o, "topk", ks->k->topk);
-    double q, bf;
-    sim_kind_bytes(c, ks, &q, &bf);
-    cJSON_AddNumberToObject(o, "bytes_per_token", q);
-    cJSON_AddNumberToObject(o, "bf16_bytes_per_token", bf);
-    cJSON *ops = cJSON_AddObjectToObject(o, "ops");
-    for (int op = 0; op < SIM_NUM_OPS; op++)
-      if (ks->ops[op].calls)
-        cJSON_AddItemToObject(ops, op_key((sim_op)op), op_json((sim_op)op, &ks->ops[op]));
-    cJSON *e = cJSON_AddObjectToObject(o, "error");
-    if (ks->err_swa.rows)
-      cJSON_AddItemToObject(e, "swa", errstat_json(&ks->err_swa));
-    if (ks->err_comp.rows)
-      cJSON_AddItemToObject(e, "compressed", errstat_json(&ks->err_comp));
-    if (ks->err_idx.rows)
-      cJSON_AddItemToObject(e, "indexer", errstat_json(&ks->err_idx));
-    cJSON_AddItemToArray(kinds, o);
-  }
-  cJSON *docs = cJSON_AddObjectToObject(root, "bytes_counted");
-  for (int op = 0; op < SIM_NUM_OPS; op++)
-    if (sim_op_bytes_doc((sim_op)op))
-      cJSON_AddStringToObject(docs, op_key((sim_op)op), sim_op_bytes_doc((sim_op)op));
-}
-
-static void json_errors(cJSON *root, const sim_ctx *c) {
-  cJSON *qe = cJSON_AddArrayToObject(root, "quantization_error");
-  sim_err_row er[3];
-  sim_err_rows(c, er);
-  for (int i = 0; i < 3; i++) {
-    if (er[i].st.rows == 0)
-      continue;
-    cJSON *o = errstat_json(&er[i].st);
-    cJSON_AddStringToObject(o, "cache", er[i].cache);
-    cJSON_AddStringToObject(o, "format", sim_format_name(er[i].rec));
-    cJSON_AddItemToArray(qe, o);
-  }
-}
-
-static void json_totals(cJSON *root, const sim_ctx *c) {
-  cJSON_AddNumberToObject(root, "wall_seconds", c->wall_seconds);
-  cJSON *t = cJSON_AddObjectToObject(root, "totals");
-  cJSON_AddNumberToObject(t, "wall_seconds", c->wall_seconds);
-  cJSON_AddNumberToObject(t, "library_seconds", sim_library_seconds(c));
-  cJSON_AddNumberToObject(t, "tokens", (double)sim_tokens_processed(c));
-  cJSON_AddNumberToObject(t, "tokens_per_s",
-                          sim_rate((double)sim_tokens_processed(c), c->wall_seconds));
-}
-
-static void json_verification(cJSON *root, const sim_ctx *c, int ok, const char *stop) {
-  const sim_verdict *v = &c->verdict;
-  char crit[640];
-  sim_criteria(c, crit, sizeof crit);
-  cJSON *vj = cJSON_AddObjectToObject(root, "verification");
-  cJSON_AddBoolToObject(vj, "passed", ok);
-  cJSON_AddStringToObject(vj, "criteria", crit);
-  cJSON_AddNumberToObject(vj, "key_rows_checked", (double)v->rows_checked);
-  cJSON_AddNumberToObject(vj, "indexer_records_checked", (double)v->indexer_checked);
-  cJSON_AddNumberToObject(vj, "index_entries_checked", (double)v->indices_checked);
-  cJSON_AddNumberToObject(vj, "library_skipped", (double)c->lib_skipped);
-  cJSON *fails = cJSON_AddObjectToObject(vj, "failures");
-  static const char *fk[SIM_NUM_FAILS] = {"status",      "skipped", "key_bound",    "index_page",
-                                          "index_value", "lens",    "indexer_bound"};
-  for (int k = 0; k < SIM_NUM_FAILS; k++)
-    cJSON_AddNumberToObject(fails, fk[k], (double)v->fails[k]);
-  cJSON *msgs = cJSON_AddArrayToObject(vj, "messages");
-  for (int i = 0; i < v->num_messages; i++)
-    cJSON_AddItemToArray(msgs, cJSON_CreateString(v->messages[i]));
-  if (stop)
-    cJSON_AddStringToObject(vj, "stopped", stop);
-  else
-    cJSON_AddNullToObject(vj, "stopped");
-}
-
-static cJSON *build_json(const sim_ctx *c, int ok, const char *stop) {
+static cJSON *build(const sim_ctx *const *runs, int n) {
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "tool", "dsv4kv run");
-  cJSON_AddStringToObject(root, "version", sim_version_string());
-  cJSON_AddStringToObject(root, "workload", c->work.name);
-  cJSON_AddStringToObject(root, "source", sim_source_name(c->work.source));
-  json_config(root, c);
-  json_workload(root, c);
-  json_sizes(root, c);
-  json_layers(root, c);
-  json_errors(root, c);
-  json_totals(root, c);
-  json_verification(root, c, ok, stop);
+  json_meta(root, &runs[0]->cfg);
+  json_model(root, runs[0]->model);
+  int all = 1;
+  for (int i = 0; i < n; i++)
+    all &= runs[i]->ran && runs[i]->ok;
+  cJSON_AddBoolToObject(root, "passed", all);
+  cJSON *arr = cJSON_AddArrayToObject(root, "runs");
+  cJSON *cmp = cJSON_AddArrayToObject(root, "comparison");
+  for (int i = 0; i < n; i++) {
+    cJSON_AddItemToArray(arr, sim_report_json_run(runs[i]));
+    cJSON_AddItemToArray(cmp, compare_json(runs[i]));
+  }
   return root;
 }
 
-int sim_report_json(const sim_ctx *c, int ok, const char *stop) {
-  cJSON *root = build_json(c, ok, stop);
+int sim_report_json(FILE *f, const char *name, const sim_ctx *const *runs, int n) {
+  cJSON *root = build(runs, n);
   char *text = root ? cJSON_Print(root) : NULL;
   int rc = -1;
-  if (text) {
-    FILE *f = c->json_file;
+  if (text)
     rc = (fputs(text, f) < 0 || fputc('\n', f) == EOF || fflush(f)) ? -1 : 0;
-  }
   if (rc)
-    fprintf(stderr, "dsv4kv run: cannot write the JSON report to %s\n", c->json_name);
+    fprintf(stderr, "dsv4kv run: cannot write the JSON report to %s\n", name);
   cJSON_free(text);
   cJSON_Delete(root);
   return rc;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "report.h"
+#include "run.h"
 
 static void text_header(FILE *f, const sim_ctx *c) {
   const sim_model *m = c->model;
@@ -17,15 +18,19 @@ static void text_header(FILE *f, const sim_ctx *c) {
           sim_format_name(DSV4KV_RECORD_V4), dsv4kv_record_bytes(DSV4KV_RECORD_V4),
           sim_format_name(c->cfg.format), dsv4kv_record_bytes(c->cfg.format),
           sim_format_name(c->cfg.indexer_format), dsv4kv_record_bytes(c->cfg.indexer_format));
-  fprintf(f, "  pool       %d pages x %d tokens (", c->num_pages, c->bs);
+  fprintf(f, "  pool       %d pages x %d tokens (%s; ", c->num_pages, c->bs,
+          c->pool_from ? c->pool_from : "auto");
   int first = 1;
   for (int i = 0; i < c->nkinds; i++)
     if (c->kinds[i].ratio) {
       fprintf(f, "%s%s: %d entries", first ? "" : ", ", c->kinds[i].k->label, c->kinds[i].cbs);
       first = 0;
     }
-  fprintf(f, " per page), %.1f KiB/page, %.1f MiB in all\n", sim_page_bytes(c) / 1024.0,
-          sim_page_bytes(c) * c->num_pages / 1048576.0);
+  fprintf(f, " per page); simulated layers %.1f KiB/page, %.1f MiB for %d pages", sim_page_bytes(c) / 1024.0,
+          sim_page_bytes(c) * c->alloc_pages / 1048576.0, c->alloc_pages);
+  if (c->alloc_pages < c->num_pages)
+    fprintf(f, " (the workload never holds more)");
+  fprintf(f, "\n");
   fprintf(f, "  schedule   --max-batched-tokens %d, up to %d running\n\n",
           c->cfg.max_batched_tokens, c->cfg.max_num_seqs);
 }
@@ -163,12 +168,14 @@ static void text_bytes_notes(FILE *f, const sim_ctx *c) {
 }
 
 static void text_ops(FILE *f, const sim_ctx *c) {
-  char thr[64];
-  if (c->cfg.threads > 0)
-    snprintf(thr, sizeof thr, "%d thread%s per call", c->cfg.threads,
-             c->cfg.threads == 1 ? "" : "s");
+  char thr[128];
+  sim_threads t = sim_threads_of(&c->cfg);
+  if (t.large_calls == t.small_calls)
+    snprintf(thr, sizeof thr, "%d thread%s per call of %d processors", t.large_calls,
+             t.large_calls == 1 ? "" : "s", t.processors);
   else
-    snprintf(thr, sizeof thr, "OpenMP threads for large calls");
+    snprintf(thr, sizeof thr, "--threads 0: %d threads for large calls, 1 for small ones",
+             t.large_calls);
   fprintf(f, "time per op (one layer of each kind; CPU, %s)\n", thr);
   fprintf(f,
           "  tokens: compressed entries for the compressed-cache ops; GB/s: bytes read + "
@@ -213,7 +220,9 @@ static void text_verification(FILE *f, const sim_ctx *c, int ok, const char *sto
 void sim_report_text(FILE *f, const sim_ctx *c, int ok, const char *stop) {
   text_header(f, c);
   text_workload(f, c);
+  sim_report_latency(f, c);
   text_sizes(f, c);
+  sim_report_model(f, c);
   text_errors(f, c);
   text_ops(f, c);
   text_verification(f, c, ok, stop);
@@ -222,13 +231,15 @@ void sim_report_text(FILE *f, const sim_ctx *c, int ok, const char *stop) {
 void sim_report_quiet(FILE *f, const sim_ctx *c, int ok) {
   const sim_sched *s = &c->sched;
   fprintf(f,
-          "dsv4kv run: %s: formats swa %s, compressed %s, indexer %s; %lld requests, %lld steps, "
-          "%lld prefill + %lld decode tokens, peak %d of %d pages, %lld preemption%s, %.1f s: "
+          "dsv4kv run: %s: formats swa %s, compressed %s, indexer %s; whole model %.1f B/token "
+          "(%.2f GiB/1M tokens); %lld requests, %lld steps, %lld prefill + %lld decode tokens, "
+          "peak %d of %d pages, %lld preemption%s, TTFT p99 %.3f s (virtual), %.1f s: "
           "verification %s\n",
           c->work.name, sim_format_name(DSV4KV_RECORD_V4), sim_format_name(c->cfg.format),
-          sim_format_name(c->cfg.indexer_format), (long long)s->done, (long long)s->steps,
-          (long long)s->prefill_tokens, (long long)s->decode_tokens, c->pool.peak_used,
-          c->num_pages, (long long)s->preemptions, s->preemptions == 1 ? "" : "s", c->wall_seconds,
+          sim_format_name(c->cfg.indexer_format), c->msize.total, sim_gib_per_mtok(c->msize.total),
+          (long long)s->done, (long long)s->steps, (long long)s->prefill_tokens,
+          (long long)s->decode_tokens, c->pool.peak_used, c->num_pages, (long long)s->preemptions,
+          s->preemptions == 1 ? "" : "s", c->lat.ttft_s.p99, c->wall_seconds,
           ok ? "PASSED" : "FAILED");
   if (!ok)
     for (int i = 0; i < c->verdict.num_messages; i++)

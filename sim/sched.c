@@ -33,7 +33,7 @@ int sim_sched_init(sim_sched *s, const sim_workload *w, sim_pool *pool, int32_t 
   s->block_size = block_size;
   s->max_batched_tokens = max_batched_tokens;
   s->max_num_seqs = max_num_seqs;
-  s->watermark = pool->num_pages / 100;
+  s->watermark = (pool->num_pages + pool->unbacked) / 100; /* of the configured pool */
   s->reqs = calloc((size_t)w->n, sizeof *s->reqs);
   s->queue = malloc((size_t)w->n * sizeof *s->queue);
   s->running = malloc((size_t)w->n * sizeof *s->running);
@@ -49,6 +49,7 @@ int sim_sched_init(sim_sched *s, const sim_workload *w, sim_pool *pool, int32_t 
     r->output_target = output_target(r->spec);
     r->shareable = sim_shareable_tokens(r->spec);
     r->item = -1;
+    r->first_sched_ms = r->first_token_ms = -1.0;
     int64_t cap = sim_sched_pages_needed(r->spec, block_size);
     r->cap_pages = (int32_t)(cap > 0 ? cap : 1);
     r->pages = malloc((size_t)r->cap_pages * sizeof *r->pages);
@@ -286,6 +287,8 @@ static int schedule_once(sim_sched *s, sim_batch *b) {
     queue_pop_front(s);
     r->state = SIM_REQ_RUNNING;
     r->registered = hits;
+    if (r->first_sched_ms < 0)
+      r->first_sched_ms = s->clock_ms;
     s->running[s->num_running++] = r->id;
     if (s->num_running > s->peak_running)
       s->peak_running = s->num_running;
@@ -318,8 +321,13 @@ int sim_sched_next(sim_sched *s, sim_batch *b, char *err, size_t errlen) {
   return -1;
 }
 
+double sim_sched_step_ms(const sim_batch *b) {
+  return SIM_STEP_BASE_MS + SIM_STEP_TOKEN_MS * b->num_tokens;
+}
+
 void sim_sched_commit(sim_sched *s, const sim_batch *b) {
   int32_t bs = s->block_size;
+  double end_ms = s->clock_ms + sim_sched_step_ms(b);
   for (int32_t i = 0; i < b->num_items; i++) {
     const sim_item *it = &b->items[i];
     sim_req *r = &s->reqs[it->req];
@@ -342,6 +350,8 @@ void sim_sched_commit(sim_sched *s, const sim_batch *b) {
     }
     if (r->computed == known_tokens(r)) {
       r->generated++;
+      if (r->generated == 1)
+        r->first_token_ms = end_ms;
       if (r->generated >= r->output_target) {
         release_pages(s, r);
         remove_running(s, r->id);
@@ -351,5 +361,5 @@ void sim_sched_commit(sim_sched *s, const sim_batch *b) {
     }
   }
   s->steps++;
-  s->clock_ms += SIM_STEP_BASE_MS + SIM_STEP_TOKEN_MS * b->num_tokens;
+  s->clock_ms = end_ms;
 }

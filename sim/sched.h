@@ -45,6 +45,8 @@ typedef struct {
   int32_t item;       /* index of its item in the batch being built, or -1  */
   int32_t preemptions;
   int32_t high; /* most tokens ever in the caches (recompute marker)  */
+  double first_sched_ms; /* virtual time of its first admission, or -1     */
+  double first_token_ms; /* end of the step that sampled its first token, or -1 */
 } sim_req;
 
 typedef struct {
@@ -107,6 +109,9 @@ int sim_sched_next(sim_sched *s, sim_batch *b, char *err, size_t errlen);
 void sim_sched_commit(sim_sched *s, const sim_batch *b);
 
 void sim_batch_free(sim_batch *b);
+
+/* The modelled duration of a step that batches b (ms of virtual time). */
+double sim_sched_step_ms(const sim_batch *b);
 
 /* Prefix key of logical page k of request r (valid when the page lies inside
  * r->shareable). */

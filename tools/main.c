@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "dsv4kv.h"
+#include "plot.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -11,23 +12,49 @@ static void usage(FILE *f) {
           "\n"
           "commands:\n"
           "  run      replay a serving workload through the K caches and report\n"
+          "  plot     draw a JSON report of 'run' with gnuplot (.png or .svg)\n"
           "  verify   check the library against golden safetensors files\n"
           "  version  print the library version (also -V, --version)\n"
           "\n"
           "'dsv4kv <command> --help' describes a command's options.\n");
 }
 
+static void usage_version(FILE *f) {
+  fprintf(f,
+          "usage: dsv4kv version   (also dsv4kv --version, dsv4kv -V)\n"
+          "\n"
+          "Prints the version of the library actually loaded (dsv4kv_version()), the git\n"
+          "commit the build was configured at when known, and the header's version when\n"
+          "it differs from the library's.\n");
+}
+
+const char *cli_git_commit(void) {
+#ifdef DSV4KV_GIT_COMMIT
+  return DSV4KV_GIT_COMMIT;
+#else
+  return NULL;
+#endif
+}
+
 /* The library's run-time version (the one actually loaded), the commit the
  * build was configured at when known, and the header's when it differs. */
-static int print_version(void) {
+static int print_version(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage_version(stdout);
+      return 0;
+    }
+    fprintf(stderr, "dsv4kv version: unexpected argument '%s'\n", argv[i]);
+    usage_version(stderr);
+    return 2;
+  }
   char header[32];
   snprintf(header, sizeof header, "%d.%d.%d", DSV4KV_VERSION_MAJOR, DSV4KV_VERSION_MINOR,
            DSV4KV_VERSION_PATCH);
   const char *lib = dsv4kv_version();
   printf("dsv4kv %s", lib);
-#ifdef DSV4KV_GIT_COMMIT
-  printf(" (commit %s)", DSV4KV_GIT_COMMIT);
-#endif
+  if (cli_git_commit())
+    printf(" (commit %s)", cli_git_commit());
   if (strcmp(lib, header) != 0)
     printf(" (built against header %s)", header);
   printf("\n");
@@ -45,9 +72,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version") || !strcmp(cmd, "-V"))
-    return print_version();
+    return print_version(argc - 1, argv + 1);
   if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "plot")) return sim_plot_command(argc - 1, argv + 1);
   fprintf(stderr, "dsv4kv: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

@@ -50,6 +50,24 @@ has_prefix_split() {
   done
 }
 
+# py_check CHECK FILE ARG: the JSON report parsed by tests/sim/check_json.py
+# (python3's json module); skipped (77) without python3, never passed.
+py_check() {
+  command -v python3 >/dev/null 2>&1 || {
+    echo "SKIPPED: python3 is not installed (scripts/deps.sh installs it): cannot parse $2"
+    exit 77
+  }
+  python3 "$(dirname "$0")/check_json.py" "$@" || fail "check_json.py $1 $2"
+}
+
+# before_run: the run was refused before it started: no report on stdout, no
+# progress on stderr, and the message says nothing was run.
+before_run() {
+  [ ! -s "$out" ] || fail "a report on stdout: the run started"
+  no_err "progress:"
+  has_err "nothing was run"
+}
+
 # Lines of a stream split at carriage returns, none wider than $2 columns.
 max_width() {
   tr '\r' '\n' <"$1" | awk -v w="$2" 'length($0) > w { bad = 1 } END { exit bad }' ||
@@ -105,6 +123,16 @@ progress)
   # auto: stderr is no terminal here, so plain lines
   run 0 --max-requests 12
   has_err "^progress: 100%"
+  has_err "elapsed [0-9]*s, ETA "
+  # on a terminal the bar takes its width, not 80 columns (script(1) gives a pty)
+  if command -v script >/dev/null 2>&1 && script -qc true /dev/null >/dev/null 2>&1; then
+    script -qc "stty cols 150 rows 40; \"$bin\" run --threads 1 --max-requests 12 --progress bar >/dev/null" \
+      "$work/tty.txt" >/dev/null 2>&1 || fail "the run on a pty failed"
+    grep -av '^Script \(started\|done\)' "$work/tty.txt" >"$work/tty-bar.txt" # script's own lines
+    tr '\r' '\n' <"$work/tty-bar.txt" | awk 'length($0) > 80 && /requests, elapsed/ { w = 1 } END { exit !w }' ||
+      fail "on a 150-column terminal no progress line is wider than 80 columns"
+    max_width "$work/tty-bar.txt" 149
+  fi
   no_out "progress"
   run 0 --max-requests 12 --quiet
   [ ! -s "$err" ] || fail "--quiet wrote to stderr"
@@ -131,9 +159,11 @@ formats)
     has_out "compressed $fmt"
   done
   has_out "indexer mxfp4" # nvfp4's default indexer format
-  run 0 --max-requests 24 --format v4 --indexer-format mxfp4 --model deepseek-v4-topk1024 --quiet
+  # the Pro preset: no SWA-only layer, 30 c4 layers with top-k 1024 + 31 c128
+  run 0 --max-requests 24 --format v4 --indexer-format mxfp4 --model deepseek-v4-pro --quiet
   has_out "verification PASSED"
   has_out "formats swa v4, compressed v4, indexer mxfp4"
+  has_out "whole model 40655.4 B/token" # 61 x 584 + 30 x 146 + 31 x 4.5625 + 30 x 17
   ;;
 trace)
   file=$1
@@ -256,18 +286,40 @@ cli)
   has_out "--skip-bad"
   has_out "--json FILE .*'-'"
   has_out "GB/s counts"
+  has_out "--kv-cache-memory SIZE"
+  has_out "--plot FILE"
   # the presets line up with the option descriptions (column 27)
-  grep -Eq "^ {26}deepseek-v4 +swa" "$out" || fail "--help: presets not in the description column"
-  grep -Eq "^ {26}deepseek-v4-topk1024 +swa" "$out" || fail "--help: presets not aligned"
-  [ "$(grep -E '^ +deepseek-v4' "$out" | awk '{ print index($0, "swa +") }' | sort -u | wc -l)" -eq 1 ] ||
+  grep -Eq "^ {26}deepseek-v4-flash +43 layers: 2 swa \+ 21 c4" "$out" || fail "--help: presets not in the description column"
+  grep -Eq "^ {26}deepseek-v4-pro +61 layers: 30 c4" "$out" || fail "--help: presets not aligned"
+  [ "$(grep -E '^ +deepseek-v4-' "$out" | awk '{ print index($0, "layers:") }' | sort -u | wc -l)" -eq 1 ] ||
     fail "--help: preset descriptions not in one column"
   run 2 --format fp16
-  has_err "--format must be"
+  has_err "'fp16' is not a format"
+  # --block-size states the rule: a multiple of the ratios' lcm (128 here)
   run 2 --block-size 100
-  has_err "multiple of compress ratio"
+  has_err "--block-size 100: for --model deepseek-v4-flash it must be a positive multiple of 128"
+  has_err "compress ratios 4 (c4), 128 (c128)"
+  run 2 --block-size 64 --model deepseek-v4-pro
+  has_err "multiple of 128"
+  run 0 --block-size 384 --max-requests 2 --quiet # not a power of two: fine
+  has_out "verification PASSED"
+  # the old preset names still select the presets
+  run 0 --model deepseek-v4 --max-requests 2 --quiet
+  run 0 --model deepseek-v4-topk1024 --max-requests 2 --quiet
+  # version and plot have their own help
+  "$bin" version --help >"$out" 2>"$err" || fail "dsv4kv version --help: exit $?"
+  has_out "usage: dsv4kv version"
+  "$bin" plot --help >"$out" 2>"$err" || fail "dsv4kv plot --help: exit $?"
+  has_out "usage: dsv4kv plot REPORT.json -o FILE"
+  # --plot without gnuplot on $PATH: a clear error before the run, not a crash
+  PATH=/nonexistent "$bin" run --threads 1 --max-requests 2 --plot "$work/x.png" >"$out" 2>"$err"
+  [ $? -eq 2 ] || fail "--plot without gnuplot: exit status not 2"
+  has_err "gnuplot is not installed"
+  before_run
+  [ ! -e "$work/x.png" ] || fail "--plot without gnuplot left a file"
   run 2 --model nope
   has_err "unknown --model 'nope'"
-  [ "$(grep -E '^  deepseek-v4' "$err" | awk '{ print index($0, "swa +") }' | sort -u | wc -l)" -eq 1 ] ||
+  [ "$(grep -E '^  deepseek-v4' "$err" | awk '{ print index($0, "layers:") }' | sort -u | wc -l)" -eq 1 ] ||
     fail "unknown --model: preset descriptions not in one column"
   run 2 --max-requests 0
   run 2 stray-argument
@@ -275,6 +327,98 @@ cli)
   has_err "this build has no CUDA backend"
   has_err "--device cpu"
   no_err "ebuild"
+  ;;
+budget)
+  # --kv-cache-memory sizes the pool from the whole model's bytes per page
+  run 0 --max-requests 24 --kv-cache-memory 2GiB --quiet --json "$work/budget.json"
+  has_out "verification PASSED"
+  has_out "peak [0-9]* of 289 pages" # 2 GiB / 7.07 MiB (256 tokens x 28962.25 B)
+  py_check budget "$work/budget.json" 2147483648
+  run 0 --max-requests 24 --kv-cache-memory 1536MiB --format nvfp4 --json "$work/budget2.json" --progress off
+  has_out "the pool's 232 pages = 1.49 GiB (--kv-cache-memory 1536MiB)"
+  py_check budget "$work/budget2.json" 1610612736
+  run 0 --max-requests 4 --kv-cache-memory "2.5 GB" --quiet
+  run 0 --max-requests 4 --kv-cache-memory 3g --quiet
+  # nonsense is refused by name, before anything runs
+  for bad in abc 0 0GiB -5GiB 12XB 1e400 GiB 5GiBs '' inf nan; do
+    run 2 --max-requests 4 --kv-cache-memory "$bad"
+    has_err "--kv-cache-memory expects a positive size such as 40GiB"
+  done
+  run 2 --max-requests 4 --kv-cache-memory 1MiB
+  has_err "--kv-cache-memory 1MiB holds no page: one page of 256 tokens takes 7.07 MiB"
+  run 2 --max-requests 24 --kv-cache-memory 20MiB
+  has_err "page pool is too small for one request"
+  has_err "Raise --kv-cache-memory to at least"
+  run 2 --max-requests 4 --kv-cache-memory 1GiB --num-blocks 100
+  has_err "--kv-cache-memory and --num-blocks both set"
+  ;;
+multi_format)
+  # one run per format, then the comparison; smaller records get more pages
+  run 0 --max-requests 24 --format v4,mxfp8,nvfp4 --kv-cache-memory 1GiB --progress off \
+    --json "$work/multi.json"
+  [ "$(grep -c "verdict: PASSED" "$out")" -eq 3 ] || fail "not three passing reports"
+  has_out "==== run 3 of 3: --format nvfp4 ===="
+  has_out "format comparison (whole model deepseek-v4-flash, 43 layers; pool --kv-cache-memory 1GiB)"
+  grep -Eq "^  v4 +fp8 +28962.2 +26.973 +144 " "$out" || fail "comparison row of v4"
+  grep -Eq "^  mxfp8 +fp8 +28659.5 +26.691 +146 " "$out" || fail "comparison row of mxfp8"
+  grep -Eq "^  nvfp4 +mxfp4 +27026.0 +25.170 +155 .*PASSED$" "$out" || fail "comparison row of nvfp4"
+  py_check formats "$work/multi.json" v4,mxfp8,nvfp4
+  # --quiet: one line per format and the table; an explicit indexer format for all
+  run 0 --max-requests 12 --format all --indexer-format mxfp4 --quiet
+  [ "$(grep -c "verification PASSED" "$out")" -eq 3 ] || fail "--quiet: not three summaries"
+  has_out "compressed mxfp8, indexer mxfp4"
+  has_out "format comparison"
+  run 2 --format v4,v4
+  has_err "'v4' is listed twice"
+  run 2 --format v4,,nvfp4
+  has_err "an empty or overlong name"
+  run 2 --format v4,fp16
+  has_err "'fp16' is not a format"
+  ;;
+json_schema)
+  # > 2000 steps, so that the time series is downsampled
+  run 0 --max-requests 100 --progress off --json "$work/schema.json"
+  "$bin" --version >"$work/version.txt" || fail "dsv4kv --version"
+  py_check schema "$work/schema.json" "$(cat "$work/version.txt")"
+  has_out "latency (seconds of virtual time"
+  grep -Eq "^  queueing delay +100 +[0-9.]+ +[0-9.]+ +[0-9.]+" "$out" || fail "queueing delay row"
+  grep -Eq "^  time to first token +100 +[0-9.]+ +[0-9.]+ +[0-9.]+" "$out" || fail "TTFT row"
+  has_out "whole model (deepseek-v4-flash: 43 layers = 2 swa + 21 c4 + 20 c128"
+  grep -Eq "^  total +28962.2 +26.973" "$out" || fail "whole-model total"
+  ;;
+json_unwritable)
+  # an unwritable --json path stops the command before the run
+  run 2 --json "$work/no-such-dir/report.json"
+  has_err "--json $work/no-such-dir/report.json: cannot open the file for writing"
+  before_run
+  run 2 --format v4,nvfp4 --json "$work" # a directory
+  before_run
+  ;;
+plot)
+  if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "SKIPPED: gnuplot is not installed (scripts/deps.sh installs gnuplot-nox)"
+    exit 77
+  fi
+  run 0 --max-requests 16 --format v4,nvfp4 --progress off --plot "$work/run.png" --json "$work/plot.json"
+  has_err "plot written to $work/run.png"
+  [ "$(head -c 4 "$work/run.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "run.png is not a PNG"
+  [ "$(wc -c <"$work/run.png")" -gt 20000 ] || fail "run.png is too small to hold the plot"
+  "$bin" plot "$work/plot.json" -o "$work/replot.svg" >"$out" 2>"$err" || fail "dsv4kv plot: exit $?"
+  grep -q "<svg" "$work/replot.svg" || fail "replot.svg is not an SVG"
+  grep -q "pages in use" "$work/replot.svg" || fail "replot.svg lacks the pages panel"
+  grep -q "nvfp4" "$work/replot.svg" || fail "replot.svg lacks the nvfp4 series"
+  run 2 --max-requests 4 --plot "$work/run.pdf"
+  has_err "must end in .png or .svg"
+  before_run
+  run 2 --max-requests 4 --plot "$work/no-such-dir/run.png"
+  has_err "cannot create the file"
+  before_run
+  "$bin" plot "$work/out.json" -o "$work/x.png" >"$out" 2>"$err"
+  [ $? -eq 2 ] || fail "dsv4kv plot of a missing report: exit status not 2"
+  echo '{"schema_version": 1}' >"$work/old.json"
+  "$bin" plot "$work/old.json" -o "$work/x.png" >"$out" 2>"$err"
+  [ $? -eq 2 ] || fail "dsv4kv plot of an old report: exit status not 2"
+  has_err "schema_version 2"
   ;;
 *)
   echo "unknown case $case_name"

@@ -1,7 +1,9 @@
 /* Unit tests of the simulator's host-side modules (no kernels involved):
  * the page pool, the scheduler's invariants on a tight pool with prefix
- * sharing, the trace parser on mutated input (it must never crash), and the
- * format names of the command line and the reports.
+ * sharing, the trace parser on mutated input (it must never crash), the
+ * format names of the command line and the reports, the memory sizes of
+ * --kv-cache-memory, the whole-model sizing of the presets, the percentiles
+ * and the bounded time series, and --threads' default.
  * Exit status 0 when every check holds; the first failure is printed. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -12,10 +14,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "model.h"
 #include "pool.h"
 #include "rng.h"
 #include "sched.h"
 #include "sim.h"
+#include "timeline.h"
 #include "trace.h"
 #include "workload.h"
 
@@ -345,6 +349,142 @@ static void test_indexer_bound(void) {
   }
 }
 
+/* --kv-cache-memory's sizes: units, decimals, and everything else refused. */
+static void test_parse_size(void) {
+  static const struct {
+    const char *s;
+    int64_t bytes;
+  } ok[] = {{"40GiB", 40LL << 30}, {"40gib", 40LL << 30}, {"40G", 40LL << 30},
+            {"512MiB", 512LL << 20}, {"16GB", 16000000000LL}, {"1.5GiB", 3LL << 29},
+            {"2 TiB", 2LL << 40}, {"1000", 1000}, {"1000B", 1000}, {"64KB", 64000},
+            {"64KiB", 65536}, {"3t", 3LL << 40}, {".5MiB", 1 << 19}};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    int64_t b = -1;
+    CHECK(sim_parse_size(ok[i].s, &b) == 0 && b == ok[i].bytes, "'%s' gave %lld", ok[i].s,
+          (long long)b);
+  }
+  static const char *bad[] = {"",      "abc",  "0",      "0GiB", "-5GiB", "+5GiB", " 5GiB",
+                              "12XB",  "GiB",  "5GiBs",  "1e400", "inf",  "nan",   "5 GiB ",
+                              "0.1B",  "5GiB5", "2000000TiB"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    int64_t b = 0;
+    CHECK(sim_parse_size(bad[i], &b) == -1, "'%s' accepted as %lld", bad[i], (long long)b);
+  }
+}
+
+static void test_format_list(void) {
+  dsv4kv_record f[SIM_MAX_FORMATS];
+  char err[256];
+  CHECK(sim_format_list_parse("v4,mxfp8,nvfp4", f, err, sizeof err) == 3 &&
+            f[0] == DSV4KV_RECORD_V4 && f[1] == DSV4KV_RECORD_MXFP8 && f[2] == DSV4KV_RECORD_NVFP4,
+        "three formats");
+  CHECK(sim_format_list_parse("nvfp4", f, err, sizeof err) == 1 && f[0] == DSV4KV_RECORD_NVFP4,
+        "one format");
+  CHECK(sim_format_list_parse("all", f, err, sizeof err) == 3, "all");
+  const char *bad[] = {"", "v4,", ",v4", "v4,,nvfp4", "v4,v4", "fp8", "v4,mxfp8,nvfp4,v4",
+                       "V4"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    CHECK(sim_format_list_parse(bad[i], f, err, sizeof err) == -1 && err[0], "'%s' accepted",
+          bad[i]);
+  CHECK(sim_default_indexer(DSV4KV_RECORD_NVFP4) == DSV4KV_RECORD_INDEXER_MXFP4 &&
+            sim_default_indexer(DSV4KV_RECORD_MXFP8) == DSV4KV_RECORD_INDEXER_FP8,
+        "default indexer formats");
+}
+
+/* Whole-model bytes of the presets, from their layer counts and the records. */
+static void test_model_sizes(void) {
+  const sim_model *fl = sim_model_find("deepseek-v4-flash"), *pro = sim_model_find("deepseek-v4-pro");
+  CHECK(fl && pro && fl == sim_model_default(), "presets");
+  CHECK(sim_model_find("deepseek-v4") == fl && sim_model_find("deepseek-v4-topk1024") == pro,
+        "aliases");
+  CHECK(sim_model_layers(fl) == 43 && sim_model_layers(pro) == 61, "layers");
+  CHECK(sim_model_block_quantum(fl) == 128 && sim_model_block_quantum(pro) == 128, "quantum");
+  sim_model_size z;
+  sim_model_size_of(fl, DSV4KV_RECORD_V4, DSV4KV_RECORD_INDEXER_FP8, 256, &z);
+  /* swa 43 x 584; compressed 21 x 584/4 + 20 x 584/128; indexer 21 x 132/4 */
+  CHECK(z.swa == 25112.0 && z.comp == 3157.25 && z.idx == 693.0 && z.total == 28962.25,
+        "flash v4: %g %g %g %g", z.swa, z.comp, z.idx, z.total);
+  CHECK(z.page_total == 256 * 28962.25 * 1 && z.page_total == 7414336, "page %lld",
+        (long long)z.page_total);
+  sim_model_size_of(fl, DSV4KV_RECORD_NVFP4, DSV4KV_RECORD_INDEXER_MXFP4, 128, &z);
+  CHECK(z.total == 27026.0 && z.page_total == 128 * 27026, "flash nvfp4: %g", z.total);
+  sim_model_size_of(pro, DSV4KV_RECORD_V4, DSV4KV_RECORD_INDEXER_FP8, 256, &z);
+  /* swa 61 x 584; compressed 30 x 146 + 31 x 4.5625; indexer 30 x 33 */
+  CHECK(z.total == 61 * 584.0 + 30 * 146.0 + 31 * 4.5625 + 30 * 33.0, "pro v4: %g", z.total);
+  CHECK(fabs(sim_gib_per_mtok(28962.25) - 26.973197) < 1e-6, "GiB per 1M tokens");
+}
+
+static void test_percentiles(void) {
+  double one[1] = {4.0};
+  sim_dist d;
+  sim_dist_of(one, 1, &d);
+  CHECK(d.n == 1 && d.p50 == 4 && d.p99 == 4 && d.max == 4 && d.mean == 4, "one value");
+  double v[101];
+  for (int i = 0; i <= 100; i++)
+    v[i] = (double)(100 - i); /* 100 .. 0, unsorted */
+  sim_dist_of(v, 101, &d);
+  CHECK(d.p50 == 50 && d.p90 == 90 && d.p99 == 99 && d.max == 100 && d.mean == 50, "0..100");
+  double w[4] = {1, 2, 3, 4};
+  CHECK(fabs(sim_percentile(w, 4, 50) - 2.5) < 1e-12 && sim_percentile(w, 4, 100) == 4 &&
+            sim_percentile(w, 4, 0) == 1 && fabs(sim_percentile(w, 4, 90) - 3.7) < 1e-12,
+        "interpolation");
+  sim_dist_of(w, 0, &d);
+  CHECK(d.n == 0 && d.p99 == 0, "empty");
+}
+
+/* Any number of steps: at most SIM_SERIES_MAX points, evenly spaced, the
+ * first and the last step kept. */
+static void test_series(void) {
+  static sim_series s;
+  const int64_t lens[] = {1, 2, 1999, 2000, 2001, 4505, 100000, 262143};
+  for (size_t t = 0; t < sizeof lens / sizeof lens[0]; t++) {
+    sim_series_init(&s);
+    for (int64_t k = 0; k < lens[t]; k++) {
+      sim_point p = {k, (double)k / 10, (int32_t)(k % 7), 1, 0, 3, k * 3};
+      sim_series_add(&s, &p);
+    }
+    sim_series_finish(&s);
+    CHECK(s.n >= 1 && s.n <= SIM_SERIES_MAX, "%lld steps: %d points", (long long)lens[t], s.n);
+    CHECK(s.pts[0].step == 0 && s.pts[s.n - 1].step == lens[t] - 1, "%lld steps: ends",
+          (long long)lens[t]);
+    CHECK(lens[t] < 1000 || s.n >= SIM_SERIES_MAX / 2 - 1, "%lld steps: only %d points",
+          (long long)lens[t], s.n);
+    for (int i = 1; i + 1 < s.n; i++)
+      CHECK(s.pts[i].step == (int64_t)i * s.stride, "%lld steps: point %d at step %lld",
+            (long long)lens[t], i, (long long)s.pts[i].step);
+  }
+}
+
+/* Pages past the backed ones count as available and are never handed out. */
+static void test_pool_unbacked(void) {
+  sim_pool p;
+  CHECK(sim_pool_init(&p, 4) == 0, "init");
+  p.unbacked = 6;
+  CHECK(sim_pool_available(&p) == 10, "available %d", sim_pool_available(&p));
+  for (int i = 0; i < 4; i++)
+    CHECK(sim_pool_alloc(&p, i) >= 0, "alloc %d", i);
+  CHECK(sim_pool_alloc(&p, 4) == -1 && sim_pool_available(&p) == 6, "an unbacked page handed out");
+  sim_pool_free(&p);
+}
+
+/* --threads' default follows OMP_WAIT_POLICY as the process started with it. */
+static void test_default_threads(void) {
+  const char *was = getenv("OMP_WAIT_POLICY");
+  char saved[64] = "";
+  if (was)
+    snprintf(saved, sizeof saved, "%s", was);
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  int passive = sim_default_threads();
+  setenv("OMP_WAIT_POLICY", "ACTIVE", 1);
+  int active = sim_default_threads();
+  unsetenv("OMP_WAIT_POLICY");
+  int unset = sim_default_threads();
+  if (was)
+    setenv("OMP_WAIT_POLICY", saved, 1);
+  CHECK(passive == 0 && active == 1 && unset == 1, "passive %d active %d unset %d", passive,
+        active, unset);
+}
+
 int main(void) {
   printf("pool\n");
   test_pool();
@@ -356,6 +496,15 @@ int main(void) {
   test_format_names();
   printf("indexer bound under RoPE cancellation\n");
   test_indexer_bound();
+  printf("memory sizes, format lists, model sizes\n");
+  test_parse_size();
+  test_format_list();
+  test_model_sizes();
+  printf("percentiles, time series, unbacked pages, thread default\n");
+  test_percentiles();
+  test_series();
+  test_pool_unbacked();
+  test_default_threads();
   if (failures) {
     printf("%d check(s) failed\n", failures);
     return 1;

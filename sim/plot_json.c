@@ -1,0 +1,191 @@
+/* `dsv4kv plot REPORT.json -o FILE`: the plot of a JSON report written by
+ * `dsv4kv run --json` (schema 2; see plot.h, report_json.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "plot.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: dsv4kv plot REPORT.json -o FILE\n"
+          "\n"
+          "Draws a JSON report of 'dsv4kv run --json' (schema_version %d) with gnuplot\n"
+          "(Debian package gnuplot-nox): pages in use, running and queued requests over\n"
+          "virtual time, and the whole model's cache bytes per token, for each format of\n"
+          "the run.  FILE ends in .png or .svg.  'dsv4kv run --plot FILE' draws the same\n"
+          "straight from a run.\n"
+          "\n"
+          "options:\n"
+          "  -o, --output FILE  the picture to write (.png or .svg)\n"
+          "  -h, --help         this text\n"
+          "\n"
+          "exit status: 0 written; 2 bad arguments, unreadable report, no gnuplot.\n",
+          2);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n < cap - 1)
+      break;
+    char *p = realloc(buf, cap * 2);
+    if (!p) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = p;
+    cap *= 2;
+  }
+  if (buf)
+    buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+static double num(const cJSON *o, const char *key) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(x) ? x->valuedouble : 0.0;
+}
+
+static const char *str(const cJSON *o, const char *key) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(x) ? x->valuestring : "?";
+}
+
+/* One run's series from the columns of its time_series.  0, or -1. */
+static int read_series(const cJSON *run, sim_point **out, int *n) {
+  const cJSON *ts = cJSON_GetObjectItemCaseSensitive(run, "time_series");
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(ts, "virtual_time_s");
+  const cJSON *pg = cJSON_GetObjectItemCaseSensitive(ts, "pages_in_use");
+  const cJSON *ru = cJSON_GetObjectItemCaseSensitive(ts, "running");
+  const cJSON *qu = cJSON_GetObjectItemCaseSensitive(ts, "queued");
+  *out = NULL;
+  *n = 0;
+  if (!cJSON_IsArray(t))
+    return cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(run, "ran")) ? 0 : -1;
+  int len = cJSON_GetArraySize(t);
+  if (!cJSON_IsArray(pg) || !cJSON_IsArray(ru) || !cJSON_IsArray(qu) ||
+      cJSON_GetArraySize(pg) != len || cJSON_GetArraySize(ru) != len ||
+      cJSON_GetArraySize(qu) != len)
+    return -1;
+  sim_point *p = calloc((size_t)(len > 0 ? len : 1), sizeof *p);
+  if (!p)
+    return -1;
+  for (int i = 0; i < len; i++) {
+    p[i].t_s = cJSON_GetArrayItem(t, i)->valuedouble;
+    p[i].pages = (int32_t)cJSON_GetArrayItem(pg, i)->valuedouble;
+    p[i].running = (int32_t)cJSON_GetArrayItem(ru, i)->valuedouble;
+    p[i].queued = (int64_t)cJSON_GetArrayItem(qu, i)->valuedouble;
+  }
+  *out = p;
+  *n = len;
+  return 0;
+}
+
+/* The plot data of a parsed report.  0, or -1 with the reason in why. */
+static int data_of(const cJSON *root, sim_plot_data *d, const char **why) {
+  memset(d, 0, sizeof *d);
+  if (num(root, "schema_version") != 2) {
+    *why = "not a 'dsv4kv run --json' report of schema_version 2";
+    return -1;
+  }
+  const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+  const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
+  snprintf(d->model, sizeof d->model, "%s", str(model, "name"));
+  d->layers = (int)num(model, "layers");
+  int points = 0;
+  for (int i = 0; cJSON_IsArray(runs) && i < cJSON_GetArraySize(runs) && i < SIM_MAX_FORMATS;
+       i++) {
+    const cJSON *r = cJSON_GetArrayItem(runs, i);
+    const cJSON *mb = cJSON_GetObjectItemCaseSensitive(r, "model_bytes");
+    const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(r, "config");
+    sim_plot_run *pr = &d->runs[d->n++];
+    snprintf(pr->format, sizeof pr->format, "%s", str(r, "format"));
+    snprintf(pr->indexer, sizeof pr->indexer, "%s", str(r, "indexer_format"));
+    if (i == 0)
+      snprintf(d->workload, sizeof d->workload, "%s", str(r, "workload"));
+    pr->pool_pages = (int32_t)num(cfg, "num_blocks");
+    pr->bpt_swa = num(mb, "swa_bytes_per_token");
+    pr->bpt_comp = num(mb, "compressed_bytes_per_token");
+    pr->bpt_idx = num(mb, "indexer_bytes_per_token");
+    if (read_series(r, &d->owned[i], &pr->n)) {
+      *why = "a run's time_series is missing or malformed";
+      return -1;
+    }
+    pr->pts = d->owned[i];
+    points += pr->n;
+  }
+  if (points == 0) {
+    *why = "no run in the report has a time series";
+    return -1;
+  }
+  return 0;
+}
+
+static int plot_file(const char *in, const char *out) {
+  char *text = slurp(in);
+  if (!text) {
+    fprintf(stderr, "dsv4kv plot: cannot read %s\n", in);
+    return 2;
+  }
+  cJSON *root = cJSON_Parse(text);
+  free(text);
+  sim_plot_data d;
+  const char *why = "not valid JSON";
+  int rc = 2;
+  if (root && data_of(root, &d, &why) == 0) {
+    char err[512];
+    if (sim_plot_check(out, err, sizeof err))
+      fprintf(stderr, "dsv4kv plot: -o %s: %s\n", out, err);
+    else if (sim_plot_write(&d, out) == 0)
+      rc = 0;
+    else
+      remove(out);
+  } else {
+    fprintf(stderr, "dsv4kv plot: %s: %s\n", in, why);
+  }
+  for (int i = 0; root && i < SIM_MAX_FORMATS; i++)
+    free(d.owned[i]);
+  cJSON_Delete(root);
+  return rc;
+}
+
+int sim_plot_command(int argc, char **argv) {
+  const char *in = NULL, *out = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "dsv4kv plot: option '%s' needs a value\n", a);
+        return 2;
+      }
+      out = argv[++i];
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "dsv4kv plot: unknown option '%s' (see 'dsv4kv plot --help')\n", a);
+      return 2;
+    } else if (!in) {
+      in = a;
+    } else {
+      fprintf(stderr, "dsv4kv plot: unexpected argument '%s'\n", a);
+      return 2;
+    }
+  }
+  if (!in || !out) {
+    fprintf(stderr, "dsv4kv plot: give a JSON report and -o FILE (see 'dsv4kv plot --help')\n");
+    return 2;
+  }
+  return plot_file(in, out);
+}
