@@ -248,7 +248,8 @@ DSV4KV_API dsv4kv_status dsv4kv_record_from_width(int64_t bytes_per_token, dsv4k
  * every call's counts.  The host counters `skipped` / `nonfinite` would need
  * a synchronization and are refused on such devices (DSV4KV_ERR_VALUE).
  *
- * Every call overwrites its report in full (it never adds to it). */
+ * Every call that does not return an error overwrites its report in full
+ * (it never adds to it); a call that returns an error leaves it untouched. */
 typedef struct {
   int64_t skipped;       /* entries skipped as out of range                     */
   int64_t nonfinite;     /* non-finite values seen (0 unless check_nonfinite)   */

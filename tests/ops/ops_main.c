@@ -338,6 +338,7 @@ int main(int argc, char **argv) {
   const ops_device *dev = NULL;
   if (!strcmp(backend, "paths") && dsv4kv_cpu_path_count() < 2) {
     printf("only the scalar CPU path in this build and processor: nothing to compare (skipped)\n");
+    free(l.v);
     return 77;
   }
   if (!strcmp(backend, "cuda")) {
@@ -345,10 +346,12 @@ int main(int argc, char **argv) {
     if (!dsv4kv_backend_available(kDLCUDA) || !dev) {
       printf("no CUDA backend (%s) here: skipped\n",
              dev ? "not built or no device" : "no device table in this test build");
+      free(l.v);
       return 77;
     }
   } else if (strcmp(backend, "scalar") && strcmp(backend, "paths")) {
     fprintf(stderr, "unknown backend '%s'\n", backend);
+    free(l.v);
     return 2;
   }
   select_path(dsv4kv_cpu_path_name(0)); /* the baseline of every mode */

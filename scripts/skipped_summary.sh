@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Reads ctest logs and prints one line counting the tests that did not run,
+# with what each needs (the last line of scripts/test.sh).
+set -uo pipefail
+names=$(cat "$@" 2>/dev/null | sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' | sort -u)
+if [ -z "$names" ]; then
+  echo "dsv4kv tests: 0 skipped"
+  exit 0
+fi
+hint() {
+  case "$1" in
+    sim_run_trace*) echo "the serving traces: scripts/fetch_traces.sh, or DSV4KV_TRACES=DIR" ;;
+    verify_golden*) echo "golden files: tests/golden, or DSV4KV_GOLDEN=DIR" ;;
+    ops_cuda) echo "a CUDA build and a GPU" ;;
+    ops_cpu_paths) echo "a SIMD CPU path this processor runs (none in this build yet)" ;;
+    *plot*) echo "gnuplot (apt-get install gnuplot-nox)" ;;
+    *fuzz*|*libfuzzer*) echo "clang with libFuzzer (apt-get install clang)" ;;
+    *json*) echo "python3" ;;
+    *) echo "see the test's output" ;;
+  esac
+}
+n=$(printf '%s\n' "$names" | wc -l)
+list=""
+for t in $names; do list="$list${list:+; }$t ($(hint "$t"))"; done
+echo "dsv4kv tests: $n skipped (never counted as passed): $list"
