@@ -50,6 +50,11 @@ dsv4kv_status tview_make_f32_or_bf16(tview *v, const DLTensor *t, const char *na
 dsv4kv_status tview_make_rows(tview *v, const DLTensor *t, const char *name, dt_kind dt, int ndim,
                               int64_t width);
 
+/* The slot mapping of a writer: int64 [T] with T <= the rows of `rows` (the
+ * rows past T are DP padding, never read). */
+dsv4kv_status tview_make_slots(tview *slots, const DLTensor *t, const char *name, const tview *rows,
+                               const char *rows_name);
+
 /* Require dimension d of view v (named name) to equal / be at least n. */
 dsv4kv_status tview_dim_eq(const tview *v, const char *name, int d, int64_t n);
 dsv4kv_status tview_dim_ge(const tview *v, const char *name, int d, int64_t n);

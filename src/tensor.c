@@ -139,6 +139,17 @@ dsv4kv_status tview_make_rows(tview *v, const DLTensor *t, const char *name, dt_
   return tview_last_contiguous(v, name);
 }
 
+dsv4kv_status tview_make_slots(tview *slots, const DLTensor *t, const char *name, const tview *rows,
+                               const char *rows_name) {
+  dsv4kv_status st;
+  if ((st = tview_make(slots, t, name, DT_I64, 1))) return st;
+  if (slots->shape[0] > rows->shape[0])
+    return dsv4kv_fail(DSV4KV_ERR_SHAPE,
+                       "%s has %lld entries but %s has only %lld rows (T comes from %s, T <= rows of %s)", name,
+                       (long long)slots->shape[0], rows_name, (long long)rows->shape[0], name, rows_name);
+  return DSV4KV_OK;
+}
+
 dsv4kv_status tview_dim_eq(const tview *v, const char *name, int d, int64_t n) {
   if (v->shape[d] != n)
     return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s.shape[%d] = %lld; expected %lld", name, d,

@@ -16,11 +16,8 @@ dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTe
   tview cache_tv;
   dsv4kv_status st;
   if ((st = tview_make_rows(&a.k_pre, k_pre, "k_pre", DT_BF16, 2, INDEXER_DIM))) return st;
-  if ((st = tview_make(&a.slots, kv_slot_mapping, "kv_slot_mapping", DT_I64, 1))) return st;
+  if ((st = tview_make_slots(&a.slots, kv_slot_mapping, "kv_slot_mapping", &a.k_pre, "k_pre"))) return st;
   a.T = a.slots.shape[0];
-  if (a.T > a.k_pre.shape[0])
-    return dsv4kv_fail(DSV4KV_ERR_SHAPE, "kv_slot_mapping has %lld entries but k_pre has only %lld rows",
-                       (long long)a.T, (long long)a.k_pre.shape[0]);
   if ((st = tview_make(&a.positions, positions, "positions", DT_I64, 1))) return st;
   if ((st = tview_dim_ge(&a.positions, "positions", 0, a.T))) return st;
   if ((st = tview_make_f32_or_bf16(&a.cos_sin, cos_sin_cache, "cos_sin_cache", 2, &a.cos_sin_dt))) return st;

@@ -10,12 +10,8 @@ dsv4kv_status dsv4kv_quantize_and_insert_k_cache(const DLTensor *k, const DLTens
   tview cache_tv;
   dsv4kv_status st;
   if ((st = tview_make_rows(&a.k, k, "k", DT_BF16, 2, HEAD_DIM))) return st;
-  if ((st = tview_make(&a.slots, slot_mapping, "slot_mapping", DT_I64, 1))) return st;
+  if ((st = tview_make_slots(&a.slots, slot_mapping, "slot_mapping", &a.k, "k"))) return st;
   a.T = a.slots.shape[0];
-  if (a.T > a.k.shape[0])
-    return dsv4kv_fail(DSV4KV_ERR_SHAPE,
-                       "slot_mapping has %lld entries but k has only %lld rows (T comes from slot_mapping, T <= rows of k)",
-                       (long long)a.T, (long long)a.k.shape[0]);
   if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, MAIN_CACHE_RECORDS))) return st;
 
   const tview *v[] = {&a.k, &a.slots, &cache_tv};
