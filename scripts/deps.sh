@@ -2,7 +2,7 @@
 # Installs the Debian packages dsv4kv builds and tests with, only those missing.
 set -euo pipefail
 # gnuplot-nox: dsv4kv run --plot; python3: the sim tests parse the JSON report
-pkgs=(build-essential cmake libcjson-dev libdlpack-dev libcmocka-dev gnuplot-nox python3)
+pkgs=(build-essential cmake libcjson-dev libdlpack-dev libcmocka-dev gnuplot-nox python3 clang)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

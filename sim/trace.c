@@ -8,18 +8,22 @@
  *   2023-11-16 18:15:46.6805900,374,44
  *
  * Every line is validated; nothing in a file can make the parser read outside
- * its buffers or abort. */
+ * its buffers or abort, and no line may exceed SIM_TRACE_MAX_LINE bytes. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "trace.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -337,110 +341,154 @@ static int parse_csv_row(line_ctx *c, const csv_header *h, const char *line, siz
 /* Driver                                                                   */
 /* ---------------------------------------------------------------------- */
 
-int sim_trace_load(const char *path, int64_t max_requests, int skip_bad, FILE *diag,
-                   sim_workload *w, char *err, size_t errlen) {
-  memset(w, 0, sizeof *w);
-  snprintf(w->name, sizeof w->name, "%s", path);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+enum { LINE_EOF = -1, LINE_TOO_LONG = -2, LINE_READ_ERROR = -3, LINE_NO_MEMORY = -4 };
+
+/* One line without its '\n' into *buf, NUL-terminated (embedded NULs kept,
+ * so that they can be reported).  Returns its length or a LINE_* code; never
+ * holds more than `max` bytes in memory, however long the line. */
+static ssize_t read_line(FILE *fp, char **buf, size_t *cap, size_t max) {
+  size_t n = 0;
+  int ch;
+  if (!*buf) {
+    *cap = 4096 < max + 1 ? 4096 : max + 1;
+    if (!(*buf = malloc(*cap)))
+      return LINE_NO_MEMORY;
+  }
+  while ((ch = getc_unlocked(fp)) != EOF && ch != '\n') {
+    if (n == max)
+      return LINE_TOO_LONG;
+    if (n + 1 >= *cap) {
+      size_t grown = 2 * *cap;
+      if (grown > max + 1)
+        grown = max + 1;
+      char *p = realloc(*buf, grown);
+      if (!p)
+        return LINE_NO_MEMORY;
+      *buf = p;
+      *cap = grown;
+    }
+    (*buf)[n++] = (char)ch;
+  }
+  (*buf)[n] = 0;
+  if (ch == EOF && ferror(fp))
+    return LINE_READ_ERROR;
+  if (ch == EOF && n == 0)
+    return LINE_EOF;
+  return (ssize_t)n;
+}
+
+typedef struct {
+  line_ctx c;
+  int format; /* 0 unknown, 1 Mooncake, 2 Azure */
+  csv_header hdr;
+  int64_t *ids;
+  size_t ids_cap;
+  int skip_bad;
+  FILE *diag;
+} trace_state;
+
+/* One non-blank line: the header, a request, or a malformed line (skipped
+ * under skip_bad).  Returns 0, or -1 / -2 (sim_trace_load's codes) with `err`. */
+static int take_line(trace_state *t, const char *s, size_t len, sim_workload *w, char *err,
+                     size_t errlen) {
+  line_ctx *c = &t->c;
+  w->lines_read++;
+  c->why[0] = 0;
+  int bad = 0;
+  if (memchr(s, 0, len)) {
+    set_why(c, "contains a NUL byte");
+    bad = 1;
+  }
+  if (!bad && t->format == 0) {
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)s[i]))
+      i++;
+    if (s[i] == '{') {
+      t->format = 1;
+      w->source = SIM_SOURCE_MOONCAKE;
+    } else {
+      if (parse_csv_header(c, s, len, &t->hdr)) {
+        snprintf(err, errlen, "%s:%lld: %s", c->path, (long long)c->lineno, c->why);
+        return -1;
+      }
+      t->format = 2;
+      w->source = SIM_SOURCE_AZURE;
+      return 0;
+    }
+  }
+  sim_request_spec r;
+  memset(&r, 0, sizeof r);
+  if (!bad)
+    bad = (t->format == 1 ? parse_mooncake(c, s, len, &r, &t->ids, &t->ids_cap)
+                          : parse_csv_row(c, &t->hdr, s, len, &r)) != 0;
+  if (bad) {
+    const char *what = t->format == 1 ? "Mooncake JSONL" : t->format == 2 ? "Azure CSV" : "trace";
+    if (!t->skip_bad) {
+      snprintf(err, errlen, "%s:%lld: malformed %s line: %s", c->path, (long long)c->lineno, what,
+               c->why);
+      return -2;
+    }
+    w->skipped_lines++;
+    if (t->diag && w->skipped_lines <= SIM_TRACE_DIAG_LINES)
+      fprintf(t->diag, "%s:%lld: skipped malformed %s line: %s\n", c->path, (long long)c->lineno,
+              what, c->why);
+    return 0;
+  }
+  r.line = c->lineno;
+  if (sim_workload_push(w, &r)) {
+    snprintf(err, errlen, "%s:%lld: out of memory", c->path, (long long)c->lineno);
     return -1;
   }
-  line_ctx c = {path, 0, {0}};
+  return 0;
+}
+
+static int read_lines(trace_state *t, FILE *fp, int64_t max_requests, sim_workload *w, char *err,
+                      size_t errlen) {
   char *line = NULL;
   size_t cap = 0;
-  int64_t *ids = NULL;
-  size_t ids_cap = 0;
-  int format = 0; /* 0 unknown, 1 Mooncake, 2 Azure */
-  csv_header hdr = {0, -1, -1, -1};
   int rc = 0;
-  for (;;) {
-    if (max_requests > 0 && w->n >= max_requests)
+  while (rc == 0 && !(max_requests > 0 && w->n >= max_requests)) {
+    ssize_t got = read_line(fp, &line, &cap, SIM_TRACE_MAX_LINE);
+    if (got == LINE_EOF)
       break;
-    errno = 0;
-    ssize_t got = getline(&line, &cap, fp);
+    long long at = (long long)t->c.lineno + 1;
     if (got < 0) {
-      if (ferror(fp) || errno == ENOMEM) {
-        snprintf(err, errlen, "%s:%lld: cannot read: %s", path, (long long)c.lineno + 1,
-                 errno ? strerror(errno) : "read error");
-        rc = -1;
-      }
-      break;
-    }
-    c.lineno++;
-    size_t len = (size_t)got;
-    const char *s = line;
-    if (len && s[len - 1] == '\n')
-      len--;
-    if (len && s[len - 1] == '\r')
-      len--;
-    if (c.lineno == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3))
-      s += 3, len -= 3;
-    if (is_blank(s, len))
-      continue;
-    w->lines_read++;
-    c.why[0] = 0;
-    int bad = 0;
-    if (memchr(s, 0, len)) {
-      set_why(&c, "contains a NUL byte");
-      bad = 1;
-    }
-    if (!bad && format == 0) {
-      size_t i = 0;
-      while (i < len && isspace((unsigned char)s[i]))
-        i++;
-      if (s[i] == '{') {
-        format = 1;
-        w->source = SIM_SOURCE_MOONCAKE;
-      } else {
-        if (parse_csv_header(&c, s, len, &hdr)) {
-          snprintf(err, errlen, "%s:%lld: %s", path, (long long)c.lineno, c.why);
-          rc = -1;
-          break;
-        }
-        format = 2;
-        w->source = SIM_SOURCE_AZURE;
-        continue;
-      }
-    }
-    sim_request_spec r;
-    memset(&r, 0, sizeof r);
-    if (!bad) {
-      if (format == 1)
-        bad = parse_mooncake(&c, s, len, &r, &ids, &ids_cap) != 0;
+      if (got == LINE_TOO_LONG)
+        snprintf(err, errlen, "%s:%lld: line is longer than %d bytes, the limit of a trace line",
+                 t->c.path, at, SIM_TRACE_MAX_LINE);
       else
-        bad = parse_csv_row(&c, &hdr, s, len, &r) != 0;
-    }
-    if (bad) {
-      const char *what = format == 1 ? "Mooncake JSONL" : format == 2 ? "Azure CSV" : "trace";
-      if (!skip_bad) {
-        snprintf(err, errlen, "%s:%lld: malformed %s line: %s", path, (long long)c.lineno, what,
-                 c.why);
-        rc = -2;
-        break;
-      }
-      w->skipped_lines++;
-      if (diag && w->skipped_lines <= SIM_TRACE_DIAG_LINES)
-        fprintf(diag, "%s:%lld: skipped malformed %s line: %s\n", path, (long long)c.lineno, what,
-                c.why);
-      continue;
-    }
-    r.line = c.lineno;
-    if (sim_workload_push(w, &r)) {
-      snprintf(err, errlen, "%s:%lld: out of memory", path, (long long)c.lineno);
+        snprintf(err, errlen, "%s:%lld: cannot read: %s", t->c.path, at,
+                 got == LINE_NO_MEMORY ? "out of memory" : strerror(errno));
       rc = -1;
       break;
     }
+    t->c.lineno++;
+    size_t len = (size_t)got;
+    const char *s = line;
+    if (len && s[len - 1] == '\r')
+      len--;
+    if (t->c.lineno == 1 && len >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3))
+      s += 3, len -= 3;
+    if (!is_blank(s, len))
+      rc = take_line(t, s, len, w, err, errlen);
   }
   free(line);
-  free(ids);
-  fclose(fp);
-  if (rc == 0 && format == 0) {
-    snprintf(err, errlen, "%s: empty file: no trace header or request lines", path);
+  return rc;
+}
+
+int sim_trace_read(FILE *fp, const char *name, int64_t max_requests, int skip_bad, FILE *diag,
+                   sim_workload *w, char *err, size_t errlen) {
+  memset(w, 0, sizeof *w);
+  snprintf(w->name, sizeof w->name, "%s", name);
+  trace_state t = {{name, 0, {0}}, 0, {0, -1, -1, -1}, NULL, 0, skip_bad, diag};
+  int rc = read_lines(&t, fp, max_requests, w, err, errlen);
+  free(t.ids);
+  if (rc == 0 && t.format == 0) {
+    snprintf(err, errlen, "%s: empty file: no trace header or request lines", name);
     rc = -1;
   }
   if (rc == 0 && w->n == 0) {
-    snprintf(err, errlen, "%s: no valid requests (%lld malformed line%s skipped)", path,
+    snprintf(err, errlen, "%s: no valid requests (%lld malformed line%s skipped)", name,
              (long long)w->skipped_lines, w->skipped_lines == 1 ? "" : "s");
     rc = -1;
   }
@@ -450,4 +498,51 @@ int sim_trace_load(const char *path, int64_t max_requests, int skip_bad, FILE *d
   }
   sim_workload_finish(w);
   return 0;
+}
+
+static const char *file_type(mode_t mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  return "not a plain file";
+}
+
+/* Regular files only: a FIFO would block the open (hence O_NONBLOCK, and the
+ * type read off the open descriptor), /dev/zero would never end. */
+static FILE *open_regular(const char *path, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  struct stat sb;
+  FILE *fp = NULL;
+  if (fstat(fd, &sb))
+    snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+  else if (!S_ISREG(sb.st_mode))
+    snprintf(err, errlen, "%s: not a regular file (%s); a trace must be a file", path,
+             file_type(sb.st_mode));
+  else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) || !(fp = fdopen(fd, "rb")))
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+  if (!fp)
+    close(fd);
+  return fp;
+}
+
+int sim_trace_load(const char *path, int64_t max_requests, int skip_bad, FILE *diag,
+                   sim_workload *w, char *err, size_t errlen) {
+  memset(w, 0, sizeof *w);
+  FILE *fp = open_regular(path, err, errlen);
+  if (!fp)
+    return -1;
+  int rc = sim_trace_read(fp, path, max_requests, skip_bad, diag, w, err, errlen);
+  fclose(fp);
+  return rc;
 }

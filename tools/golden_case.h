@@ -48,6 +48,7 @@ typedef struct gc_buf {
   size_t map_size;
   const st_tensor *block_ids;  /* int64 [n]                                    */
   const st_tensor *blocks;     /* uint8 [n, block_stride], input bytes          */
+  int64_t *sorted_ids;         /* block_ids ascending (owned)                  */
   int64_t block_stride;
   struct gc_buf *next;
 } gc_buf;
@@ -64,12 +65,36 @@ typedef struct {
   const st_tensor *checked[16];/* expected.* tensors compared so far          */
   int num_checked;
   gc_buf *bufs;                /* every buffer made, for gc_free               */
+  /* dry_run: every check and size of a run, nothing allocated and no call
+   * made (inputs are views of the file); golden_check_file sets it. */
+  int dry_run;
+  size_t alloc_bytes;          /* what the case's buffers take so far          */
+  size_t alloc_cap;            /* what this file may make it take              */
 } golden_case;
+
+/* What one case may allocate: its copies of the file's tensors, its new
+ * outputs, a sparse cache's resident pages.  The golden files need at most
+ * about twice their size; a few-KB file cannot ask for gigabytes. */
+#define GC_ALLOC_BASE_BYTES ((size_t)64 << 20)
+#define GC_ALLOC_PER_FILE_BYTE 4
+/* A sparse cache is mapped lazily (MAP_NORESERVE); this caps its address
+ * space.  The golden ones span at most 2.2 GB. */
+#define GC_MAX_SPARSE_BYTES ((size_t)16 << 30)
 
 enum { GC_OPTIONAL = 0, GC_REQUIRED = 1 };
 
 void gc_init(golden_case *c, const st_file *st, DLDeviceType device);
 void gc_free(golden_case *c);
+
+/* Validates `st` as golden_verify_file would run it (op known, metadata
+ * against the tensors, every buffer's size under the caps), allocating
+ * nothing of the sizes it checks and calling no op.  0 when the file may be
+ * run; -1 with the reason in msg. */
+int golden_check_file(const st_file *st, DLDeviceType device, char *msg, size_t msg_len);
+
+/* No zero-element tensor has an extent larger than the file: a shape such
+ * as [2^40, 0] costs no bytes but would size whatever is derived from it. */
+int gc_check_extents(golden_case *c);
 
 /* Records a failure (printf-style); the first one is kept in full, later ones
  * are appended after "; ".  Returns -1 so callers can `return gc_fail(...)`. */
@@ -92,7 +117,9 @@ const DLTensor *gc_input(golden_case *c, const char *name, int required, int ndi
 /* An output the file pre-fills (gather out, combined indices): a writable copy. */
 gc_buf *gc_output_copy(golden_case *c, const char *name);
 
-/* An output absent from the file: a fresh buffer filled with GC_POISON_BYTE. */
+/* An output absent from the file: a fresh buffer filled with GC_POISON_BYTE.
+ * Its dtype and shape must be those of expected.<name>, checked before
+ * anything is allocated. */
 gc_buf *gc_output_new(golden_case *c, const char *name, st_dtype dtype, int ndim,
                       const int64_t *shape);
 
@@ -129,5 +156,10 @@ int gc_check_inputs(golden_case *c);
 /* Every expected.* tensor of the file was compared by the op's runner (a
  * harness that silently ignores an expected output would pass too easily). */
 int gc_check_all_expected_used(golden_case *c);
+
+/* Shared by golden_case.c and golden_compare.c. */
+const char *gc_dims_string(char *buf, size_t len, int ndim, const int64_t *shape); /* "[2, 3]" */
+int64_t gc_block_id_at(const gc_buf *b, int64_t i); /* a sparse cache's i-th listed id */
+size_t gc_page_bytes(void);
 
 #endif /* DSV4KV_TOOLS_GOLDEN_CASE_H */

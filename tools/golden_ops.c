@@ -4,6 +4,7 @@
 
 #include "golden.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -72,6 +73,20 @@ static int main_cache_desc(golden_case *c, dsv4kv_cache_desc *desc) {
   return c->failed ? -1 : 0;
 }
 
+/* block_size records of the cache's format must fit in one page: checked
+ * here, before a sparse cache is mapped, as well as by the library. */
+static int page_fits(golden_case *c, const dsv4kv_cache_desc *desc, const gc_buf *cache) {
+  if (c->failed) return -1;
+  if (!cache || desc->block_size <= 0) return 0; /* <= 0: the library's error */
+  int64_t need = (int64_t)desc->block_size * dsv4kv_record_bytes(desc->record);
+  if (need > cache->shape[1])
+    return gc_fail(c, "metadata block_size = %d x %d-byte %s records = %" PRId64
+                   " bytes do not fit in the cache's %" PRId64 "-byte pages (block_stride)",
+                   desc->block_size, (int)dsv4kv_record_bytes(desc->record),
+                   dsv4kv_record_name(desc->record), need, cache->shape[1]);
+  return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* SPEC §3: quantize_and_insert_k_cache                                        */
 /* ------------------------------------------------------------------------ */
@@ -81,7 +96,8 @@ static int run_insert(golden_case *c) {
   const DLTensor *k = gc_input(c, "k", GC_REQUIRED, 2);
   const DLTensor *slots = gc_input(c, "slot_mapping", GC_REQUIRED, 1);
   gc_buf *cache = gc_cache(c, "k_cache", 1);
-  if (c->failed) return -1;
+  page_fits(c, &desc, cache);
+  if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_insert call = {k, &cache->t, &desc, slots};
   dsv4kv_status st;
   TIMED(c, st = opcall_insert_run(&call, &c->opt));
@@ -102,7 +118,8 @@ static int run_gather(golden_case *c) {
   const DLTensor *seq_lens = gc_input(c, "seq_lens", GC_REQUIRED, 1);
   const DLTensor *gather_lens = gc_input(c, "gather_lens", GC_OPTIONAL, 1); /* absent = None */
   const DLTensor *block_table = gc_input(c, "block_table", GC_REQUIRED, 2);
-  if (c->failed) return -1;
+  page_fits(c, &desc, cache);
+  if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_gather call = {&out->t, &cache->t, &desc, seq_lens, gather_lens, block_table, offset};
   dsv4kv_status st;
   TIMED(c, st = opcall_gather_run(&call, &c->opt));
@@ -126,7 +143,7 @@ static int run_global_topk(golden_case *c) {
   /* Both outputs are written in full: poisoned buffers expose any gap. */
   gc_buf *global = gc_output_new(c, "global_topk_indices", ST_I32, 2, topk->shape);
   gc_buf *lens = gc_output_new(c, "topk_lens", ST_I32, 1, topk->shape);
-  if (c->failed) return -1;
+  if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_global_topk call = {topk, token_to_req, block_table, block_size, valid, &global->t, &lens->t};
   dsv4kv_status st;
   TIMED(c, st = opcall_global_topk_run(&call, &c->opt));
@@ -175,6 +192,19 @@ static int run_combine_alloc(golden_case *c, const opcall_combine *given) {
   return c->failed ? -1 : 0;
 }
 
+/* The out=None path allocates [T, round_up(topk + window_size, 128)] inside
+ * the library: that must be expected.combined_indices' shape, checked before
+ * the library is asked for it. */
+static int combine_alloc_fits(golden_case *c, const opcall_combine *a) {
+  const st_tensor *e = st_find(c->st, "expected.combined_indices");
+  int64_t width = ((int64_t)a->topk + a->window_size + 127) / 128 * 128;
+  if (e && e->ndim == 2 && e->shape[1] != width)
+    return gc_fail(c, "metadata topk = %d + window_size = %d make %" PRId64 " columns for the "
+                   "out=None path, but expected.combined_indices has %" PRId64,
+                   a->topk, a->window_size, width, e->shape[1]);
+  return 0;
+}
+
 static int run_combine(golden_case *c) {
   opcall_combine a;
   memset(&a, 0, sizeof a);
@@ -190,7 +220,10 @@ static int run_combine(golden_case *c) {
   /* Outputs are written only in part; the file pre-fills them. */
   gc_buf *combined = gc_output_copy(c, "combined_indices");
   gc_buf *lens = gc_output_copy(c, "combined_lens");
-  if (c->failed) return -1;
+  const char *prefill = st_meta(c->st, "out_prefill");
+  int alloc_path = prefill && !strncmp(prefill, "-1", 2) && c->device.device_type == kDLCPU;
+  if (!c->failed && alloc_path) combine_alloc_fits(c, &a);
+  if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   a.combined = &combined->t;
   a.lens = &lens->t;
   dsv4kv_status st;
@@ -198,9 +231,7 @@ static int run_combine(golden_case *c) {
   if (gc_status(c, "dsv4kv_combine_topk_swa_indices", st)) return -1;
   gc_compare(c, combined, "expected.combined_indices");
   gc_compare(c, lens, "expected.combined_lens");
-  const char *prefill = st_meta(c->st, "out_prefill");
-  if (!c->failed && prefill && !strncmp(prefill, "-1", 2) && c->device.device_type == kDLCPU)
-    run_combine_alloc(c, &a);
+  if (!c->failed && alloc_path) run_combine_alloc(c, &a);
   return c->failed ? -1 : 0;
 }
 
@@ -243,9 +274,14 @@ static int run_flashinfer(golden_case *c) {
   int64_t widest = a.topk > Dk ? a.topk : Dk;
   int64_t K4 = (widest + 3) / 4 * 4;
   int64_t shape[2] = {D + P, S + K4};
+  const st_tensor *e = st_find(c->st, "expected.sparse_indices");
+  if (e && e->ndim == 2 && shape[1] > e->shape[1])
+    return gc_fail(c, "metadata topk = %d makes the output %" PRId64 " columns wide (S %" PRId64
+                   " + K4 %" PRId64 "), but expected.sparse_indices has %" PRId64,
+                   a.topk, shape[1], S, K4, e->shape[1]);
   gc_buf *indices = gc_output_new(c, "sparse_indices", ST_I32, 2, shape);
   gc_buf *lens = gc_output_new(c, "sparse_topk_lens", ST_I32, 1, shape);
-  if (c->failed) return -1;
+  if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_flashinfer call = {&a, &indices->t, &lens->t};
   dsv4kv_status st;
   TIMED(c, st = opcall_flashinfer_run(&call, &c->opt));
@@ -282,7 +318,10 @@ static int run_indexer(golden_case *c) {
   indexer_cache_desc(c, &desc);
   double eps = 0;
   int32_t ratio = 0;
-  gc_meta_f64(c, "rms_norm_eps", &eps); /* the reference passes a Python float; the kernel an fp32 */
+  /* the reference passes a Python float; the kernel an fp32 (out of float's
+   * range the conversion below would be undefined) */
+  if (!gc_meta_f64(c, "rms_norm_eps", &eps) && !(eps >= 0 && eps <= FLT_MAX))
+    gc_fail(c, "metadata rms_norm_eps = %g is not a finite float >= 0", eps);
   gc_meta_i32(c, "compress_ratio", &ratio);
   const DLTensor *k_pre = gc_input(c, "k_pre", GC_REQUIRED, 2);
   const DLTensor *positions = gc_input(c, "positions", GC_REQUIRED, 1);
@@ -290,7 +329,8 @@ static int run_indexer(golden_case *c) {
   const DLTensor *weight = gc_input(c, "rms_norm_weight", GC_REQUIRED, 1);
   const DLTensor *slots = gc_input(c, "kv_slot_mapping", GC_REQUIRED, 1);
   gc_buf *cache = gc_cache(c, "k_cache", 1);
-  if (c->failed) return -1;
+  page_fits(c, &desc, cache);
+  if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_indexer call = {k_pre, positions, cos_sin, weight, (float)eps, &cache->t, &desc, slots, ratio};
   dsv4kv_status st;
   TIMED(c, st = opcall_indexer_run(&call, &c->opt));
@@ -326,6 +366,42 @@ static const char *without_path(const char *msg, const char *path) {
   return !strncmp(msg, path, n) && !strncmp(msg + n, ": ", 2) ? msg + n + 2 : msg;
 }
 
+typedef int (*runner_fn)(golden_case *c);
+
+/* The op's runner, or NULL with the reason in msg. */
+static runner_fn find_runner(const st_file *f, char *msg, size_t msg_len, golden_info *info) {
+  const char *op = st_meta(f, "op");
+  if (!op) {
+    snprintf(msg, msg_len, "metadata has no 'op' (not a golden file?)");
+    return NULL;
+  }
+  if (info) snprintf(info->op, sizeof info->op, "%s", op);
+  for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
+    if (!strcmp(op, runners[i].op)) return runners[i].run;
+  snprintf(msg, msg_len, "unknown op '%.64s'", op);
+  return NULL;
+}
+
+/* Everything the run checks, with nothing allocated: a file whose metadata
+ * disagrees with its tensors, or would need more than the caps, stops here. */
+static int dry_run(const st_file *f, runner_fn run, DLDeviceType device, char *msg,
+                   size_t msg_len) {
+  golden_case c;
+  gc_init(&c, f, device);
+  c.dry_run = 1;
+  if (!gc_check_extents(&c)) run(&c);
+  snprintf(msg, msg_len, "%s", c.msg);
+  int rc = c.failed ? -1 : 0;
+  gc_free(&c);
+  return rc;
+}
+
+int golden_check_file(const st_file *f, DLDeviceType device, char *msg, size_t msg_len) {
+  msg[0] = '\0';
+  runner_fn run = find_runner(f, msg, msg_len, NULL);
+  return run ? dry_run(f, run, device, msg, msg_len) : -1;
+}
+
 int golden_verify_file(const char *path, DLDeviceType device, char *msg, size_t msg_len,
                        golden_info *info) {
   golden_info scratch;
@@ -338,18 +414,8 @@ int golden_verify_file(const char *path, DLDeviceType device, char *msg, size_t 
     snprintf(msg, msg_len, "%s", without_path(err, path));
     return -1;
   }
-  const char *op = st_meta(f, "op");
-  if (!op) {
-    snprintf(msg, msg_len, "metadata has no 'op' (not a golden file?)");
-    st_close(f);
-    return -1;
-  }
-  snprintf(info->op, sizeof info->op, "%s", op);
-  int (*run)(golden_case *) = NULL;
-  for (size_t i = 0; i < sizeof runners / sizeof runners[0]; i++)
-    if (!strcmp(op, runners[i].op)) run = runners[i].run;
-  if (!run) {
-    snprintf(msg, msg_len, "unknown op '%.64s'", op);
+  runner_fn run = find_runner(f, msg, msg_len, info);
+  if (!run || dry_run(f, run, device, msg, msg_len)) {
     st_close(f);
     return -1;
   }

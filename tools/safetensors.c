@@ -31,6 +31,7 @@ struct st_file {
   char *path;
   const uint8_t *map;   /* whole file, read-only                          */
   size_t map_size;
+  int mapped;           /* map is ours to munmap (not st_open_memory's)    */
   cJSON *header;        /* parsed header; tensor names / metadata point in */
   st_tensor *tensors;
   size_t num_tensors;
@@ -244,9 +245,36 @@ static int cmp_by_name(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
+static int cmp_meta_key(const void *a, const void *b) {
+  return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* A key given twice (or spelled apart only after a \u0000) would let the
+ * first value hide the second. */
+static int check_meta_keys(const parse_ctx *c, const st_file *f) {
+  if (f->num_meta < 2) return 0;
+  const cJSON **order = malloc(f->num_meta * sizeof *order);
+  if (!order) {
+    set_err(c->err, c->err_len, c->path, "out of memory checking the metadata");
+    return -1;
+  }
+  memcpy(order, f->meta, f->num_meta * sizeof *order);
+  qsort(order, f->num_meta, sizeof *order, cmp_meta_key);
+  int rc = 0;
+  for (size_t i = 1; i < f->num_meta && !rc; i++) {
+    if (!strcmp(order[i - 1]->string, order[i]->string)) {
+      set_err(c->err, c->err_len, c->path, "metadata '%.64s' appears twice", order[i]->string);
+      rc = -1;
+    }
+  }
+  free(order);
+  return rc;
+}
+
 /* No two tensors may share bytes, nor a name: either would make the file
  * ambiguous (which tensor is the input, which the expected output?). */
 static int check_layout(const parse_ctx *c, st_file *f) {
+  if (check_meta_keys(c, f)) return -1;
   if (f->num_tensors < 2) return 0;
   const st_tensor **order = malloc(f->num_tensors * sizeof *order);
   if (!order) {
@@ -329,8 +357,19 @@ static int parse_header(st_file *f, size_t header_len, char *err, size_t err_len
 /* ------------------------------------------------------------------------ */
 /* open / close                                                                */
 /* ------------------------------------------------------------------------ */
+static const char *file_type(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a plain file";
+}
+
+/* O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever; the
+ * type is checked on the open descriptor, so it cannot change in between. */
 static int map_file(st_file *f, char *err, size_t err_len) {
-  int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+  int fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     set_err(err, err_len, f->path, "cannot open: %s", strerror(errno));
     return -1;
@@ -340,7 +379,7 @@ static int map_file(st_file *f, char *err, size_t err_len) {
   if (fstat(fd, &sb)) {
     set_err(err, err_len, f->path, "cannot stat: %s", strerror(errno));
   } else if (!S_ISREG(sb.st_mode)) {
-    set_err(err, err_len, f->path, "not a regular file");
+    set_err(err, err_len, f->path, "not a regular file (%s)", file_type(sb.st_mode));
   } else if (sb.st_size < 8) {
     set_err(err, err_len, f->path,
             "file is %lld bytes, too short for the 8-byte header length", (long long)sb.st_size);
@@ -353,6 +392,7 @@ static int map_file(st_file *f, char *err, size_t err_len) {
     } else {
       f->map = p;
       f->map_size = (size_t)sb.st_size;
+      f->mapped = 1;
       rc = 0;
     }
   }
@@ -366,42 +406,72 @@ static uint64_t read_le64(const uint8_t *p) {
   return v;
 }
 
-int st_open(const char *path, st_file **out, char *err, size_t err_len) {
-  *out = NULL;
+/* The header and tensors of f->map (set by the caller). */
+static int parse_file(st_file *f, char *err, size_t err_len) {
+  if (f->map_size < 8) {
+    set_err(err, err_len, f->path, "file is %zu bytes, too short for the 8-byte header length",
+            f->map_size);
+    return -1;
+  }
+  uint64_t header_len = read_le64(f->map);
+  if (header_len == 0) {
+    set_err(err, err_len, f->path, "header length is 0");
+    return -1;
+  }
+  if (header_len > f->map_size - 8) {
+    set_err(err, err_len, f->path, "not a safetensors file: header length %llu runs past the end of the file (%zu bytes)",
+            (unsigned long long)header_len, f->map_size);
+    return -1;
+  }
+  if (header_len > ST_MAX_HEADER_BYTES) {
+    set_err(err, err_len, f->path, "not a safetensors file: header length %llu exceeds the format's 100 MB limit",
+            (unsigned long long)header_len);
+    return -1;
+  }
+  return parse_header(f, (size_t)header_len, err, err_len);
+}
+
+static st_file *new_file(const char *path, char *err, size_t err_len) {
   if (err && err_len) err[0] = '\0';
   st_file *f = calloc(1, sizeof *f);
   if (!f || !(f->path = strdup(path))) {
     free(f);
     set_err(err, err_len, path, "out of memory");
+    return NULL;
+  }
+  return f;
+}
+
+int st_open(const char *path, st_file **out, char *err, size_t err_len) {
+  *out = NULL;
+  st_file *f = new_file(path, err, err_len);
+  if (!f) return -1;
+  if (map_file(f, err, err_len) || parse_file(f, err, err_len)) {
+    st_close(f);
     return -1;
   }
-  if (map_file(f, err, err_len)) goto fail;
-  uint64_t header_len = read_le64(f->map);
-  if (header_len == 0) {
-    set_err(err, err_len, path, "header length is 0");
-    goto fail;
-  }
-  if (header_len > f->map_size - 8) {
-    set_err(err, err_len, path, "not a safetensors file: header length %llu runs past the end of the file (%zu bytes)",
-            (unsigned long long)header_len, f->map_size);
-    goto fail;
-  }
-  if (header_len > ST_MAX_HEADER_BYTES) {
-    set_err(err, err_len, path, "not a safetensors file: header length %llu exceeds the format's 100 MB limit",
-            (unsigned long long)header_len);
-    goto fail;
-  }
-  if (parse_header(f, (size_t)header_len, err, err_len)) goto fail;
   *out = f;
   return 0;
-fail:
-  st_close(f);
-  return -1;
+}
+
+int st_open_memory(const char *name, const void *data, size_t size, st_file **out, char *err,
+                   size_t err_len) {
+  *out = NULL;
+  st_file *f = new_file(name, err, err_len);
+  if (!f) return -1;
+  f->map = data;
+  f->map_size = size;
+  if (parse_file(f, err, err_len)) {
+    st_close(f);
+    return -1;
+  }
+  *out = f;
+  return 0;
 }
 
 void st_close(st_file *f) {
   if (!f) return;
-  if (f->map) munmap((void *)f->map, f->map_size);
+  if (f->mapped) munmap((void *)f->map, f->map_size);
   cJSON_Delete(f->header);
   free(f->tensors);
   free(f->meta);
@@ -413,6 +483,8 @@ void st_close(st_file *f) {
 /* accessors                                                                   */
 /* ------------------------------------------------------------------------ */
 const char *st_path(const st_file *f) { return f->path; }
+
+size_t st_file_size(const st_file *f) { return f->map_size; }
 
 size_t st_num_tensors(const st_file *f) { return f->num_tensors; }
 

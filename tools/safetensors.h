@@ -14,8 +14,10 @@
  * tensor's bytes with its shape without further checks: dtype known, shape
  * entries non-negative with a product that fits in int64, offsets inside the
  * data area, end - begin == numel * itemsize, no two tensors overlapping, no
- * duplicate names.  A malformed file gives a non-zero result and a message
- * naming the file and the problem; it never crashes the reader.
+ * duplicate names (of tensors or metadata keys); only regular files are
+ * opened (a FIFO is refused, not waited on).  A malformed file gives a
+ * non-zero result and a message naming the file and the problem; it never
+ * crashes the reader.
  *
  * The file is mapped read-only; tensor data pointers point into the mapping
  * and stay valid until st_close().
@@ -64,11 +66,19 @@ typedef struct st_file st_file;
  * message "PATH: problem" into err (when err_len > 0). */
 int st_open(const char *path, st_file **out, char *err, size_t err_len);
 
+/* The same over `size` bytes at `data` (a fuzzer's input), named `name` in
+ * messages; the bytes must outlive the st_file and are not copied. */
+int st_open_memory(const char *name, const void *data, size_t size, st_file **out, char *err,
+                   size_t err_len);
+
 /* Releases everything st_open allocated; NULL is fine. */
 void st_close(st_file *f);
 
 /* The path given to st_open. */
 const char *st_path(const st_file *f);
+
+/* Bytes of the whole file (header included). */
+size_t st_file_size(const st_file *f);
 
 /* Tensors in header order. */
 size_t st_num_tensors(const st_file *f);

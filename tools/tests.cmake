@@ -33,3 +33,18 @@ if(DSV4KV_BUILD_TESTS)
   target_link_libraries(cli_test_verify PRIVATE cmocka)
   add_test(NAME cli_verify COMMAND cli_test_verify $<TARGET_FILE:dsv4kv_cli>)
 endif()
+
+# Hostile inputs (tests/cli/test_verify_hostile.c, trace_input.sh): files and
+# traces sized or typed to exhaust memory, time or patience must fail fast.
+if(DSV4KV_BUILD_TESTS)
+  add_executable(cli_test_verify_hostile
+    ${DSV4KV_CLI_TEST_DIR}/test_verify_hostile.c
+    ${DSV4KV_CLI_TEST_DIR}/st_write.c)
+  target_include_directories(cli_test_verify_hostile PRIVATE ${DSV4KV_CLI_TEST_DIR})
+  target_link_libraries(cli_test_verify_hostile PRIVATE cmocka)
+  add_test(NAME cli_verify_hostile COMMAND cli_test_verify_hostile $<TARGET_FILE:dsv4kv_cli>)
+  set_tests_properties(cli_verify_hostile PROPERTIES TIMEOUT 600)
+  add_test(NAME cli_trace_input
+    COMMAND sh ${DSV4KV_CLI_TEST_DIR}/trace_input.sh $<TARGET_FILE:dsv4kv_cli>)
+  set_tests_properties(cli_trace_input PROPERTIES TIMEOUT 300)
+endif()

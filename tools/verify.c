@@ -1,7 +1,8 @@
 /* dsv4kv verify: check the library against golden safetensors files.
  *
- * One line per file ("PASS <file>" or "FAIL <file>: <reason>"), then
- * "N passed, N failed".  Exit status: 0 when at least one file was checked
+ * One line per file ("PASS <file>", "PASS <file> (warning: <status>: <message>)"
+ * when a call returned a DSV4KV_WARN_* status but every expected tensor
+ * matched, or "FAIL <file>: <reason>"), then "N passed, N failed".  Exit status: 0 when at least one file was checked
  * and all passed, 1 when any file failed or a path could not be read, 2 for
  * a usage error. */
 #define _POSIX_C_SOURCE 200809L
@@ -42,6 +43,8 @@ static void usage(FILE *f) {
           "  -h, --help             this text\n"
           "\n"
           "output: 'PASS <file>' or 'FAIL <file>: <reason>' per file, where a\n"
+          "library warning (DSV4KV_WARN_*) on a file whose outputs all match is\n"
+          "shown as 'PASS <file> (warning: <status>: <message>)' and a\n"
           "mismatch reads '<tensor> first differs at element <i> (<coords>): got <v>\n"
           "expected <v>; <n> of <total> elements differ', then 'N passed, N failed'.\n"
           "exit status: 0 if at least one file was checked and all passed, 1 if\n"
@@ -142,9 +145,12 @@ typedef struct {
   long passed, failed;
 } run_state;
 
+/* A passing file may carry a note: the library's warning (DSV4KV_WARN_*) on
+ * a call whose outputs all matched. */
 static void report(run_state *s, const char *path, int ok, const char *why) {
   if (ok) {
-    printf("PASS %s\n", path);
+    if (why && *why) printf("PASS %s (warning: %s)\n", path, why);
+    else printf("PASS %s\n", path);
     s->passed++;
   } else {
     printf("FAIL %s: %s\n", path, why && *why ? why : "failed (no reason given)");

@@ -177,6 +177,44 @@ static void test_directory(void **state) {
   expect_reject(path, "not a regular file");
 }
 
+/* Neither may block or be read: a FIFO nobody writes to (the open used to
+ * wait for a writer forever; alarm() turns that into a failure) and a
+ * character device. */
+static void test_not_regular(void **state) {
+  (void)state;
+  const char *path = tmp_path("pipe.safetensors");
+  assert_int_equal(mkfifo(path, 0600), 0);
+  alarm(20);
+  expect_reject(path, "not a regular file (a FIFO)");
+  alarm(0);
+  expect_reject("/dev/null", "not a regular file (a character device)");
+}
+
+/* st_open_memory: the same reader over bytes in memory, named in messages. */
+static void test_open_memory(void **state) {
+  (void)state;
+  const int32_t v[2] = {7, -7};
+  const stw_tensor t = {"v", "I32", 1, {2}, v, sizeof v};
+  const char *meta[] = {"op", "x", NULL};
+  const char *path = tmp_path("memory.safetensors");
+  assert_int_equal(stw_write(path, meta, &t, 1), 0);
+  uint8_t bytes[512];
+  FILE *fp = fopen(path, "rb");
+  assert_non_null(fp);
+  size_t n = fread(bytes, 1, sizeof bytes, fp);
+  fclose(fp);
+  st_file *f = NULL;
+  char err[256];
+  assert_int_equal(st_open_memory("mem", bytes, n, &f, err, sizeof err), 0);
+  assert_int_equal(st_file_size(f), n);
+  assert_string_equal(st_meta(f, "op"), "x");
+  assert_memory_equal(st_find(f, "v")->data, v, sizeof v);
+  st_close(f);
+  assert_int_equal(st_open_memory("mem", bytes, 7, &f, err, sizeof err), -1);
+  assert_null(f);
+  assert_non_null(strstr(err, "mem: file is 7 bytes, too short"));
+}
+
 static void test_empty_and_truncated_length(void **state) {
   (void)state;
   const char *path = tmp_path("empty.safetensors");
@@ -235,6 +273,11 @@ static void test_metadata(void **state) {
               "metadata 'op' is not a string");
   reject_json("meta_array.safetensors", "{\"__metadata__\":[\"op\"]}", 0,
               "\"__metadata__\" is not a JSON object");
+  /* a key given twice, or twice once cut at a \u0000: which value holds? */
+  reject_json("meta_twice.safetensors", "{\"__metadata__\":{\"op\":\"a\",\"op\":\"b\"}}", 0,
+              "metadata 'op' appears twice");
+  reject_json("meta_nul.safetensors", "{\"__metadata__\":{\"op\":\"a\",\"op\\u0000x\":\"b\"}}", 0,
+              "metadata 'op' appears twice");
 }
 
 static void test_unknown_dtype(void **state) {
@@ -328,6 +371,8 @@ int main(void) {
       cmocka_unit_test(test_minimal_file),
       cmocka_unit_test(test_missing_file),
       cmocka_unit_test(test_directory),
+      cmocka_unit_test(test_not_regular),
+      cmocka_unit_test(test_open_memory),
       cmocka_unit_test(test_empty_and_truncated_length),
       cmocka_unit_test(test_header_length_past_eof),
       cmocka_unit_test(test_header_length_absurd),

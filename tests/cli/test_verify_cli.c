@@ -1,7 +1,8 @@
 /* test_verify_cli.c - `dsv4kv verify` as a user runs it: exit status, the
  * PASS / FAIL lines and the closing count, on small files written here (a
  * tiny SPEC §5.1 case worked out by hand, a copy with one wrong expected
- * element, malformed and foreign files, missing paths, directories).
+ * element, an insert whose call returns a warning or an error, malformed
+ * and foreign files, missing paths, directories).
  *
  * usage: cli_test_verify PATH_TO_DSV4KV */
 #define _GNU_SOURCE /* mkdtemp */
@@ -83,6 +84,27 @@ static int write_topk_case(const char *path, const int32_t *global, const char *
   return stw_write(path, meta, t, extra_name ? 7 : 6);
 }
 
+/* quantize_and_insert_k_cache of one MXFP8 row (block_size 1: one 528-byte
+ * page) whose slot is -2: the library skips it (the reference skips every
+ * negative slot too), writes nothing and returns DSV4KV_WARN_SKIPPED, so the
+ * cache must come back unchanged.  `want` is the file's expected.k_cache;
+ * `block_size` "0" makes the call an argument error instead. */
+#define WARN_PAGE_BYTES 528
+static uint16_t warn_k[512];
+static uint8_t warn_cache[WARN_PAGE_BYTES];
+static const int64_t warn_slot = -2;
+
+static int write_warn_case(const char *path, const uint8_t *want, const char *block_size) {
+  const char *meta[] = {"op", "quantize_and_insert_k_cache", "record", "mxfp8", "block_size", block_size, NULL};
+  stw_tensor t[] = {
+      {"k", "BF16", 2, {1, 512}, warn_k, sizeof warn_k},
+      {"slot_mapping", "I64", 1, {1}, &warn_slot, sizeof warn_slot},
+      {"k_cache", "U8", 2, {1, WARN_PAGE_BYTES}, warn_cache, sizeof warn_cache},
+      {"expected.k_cache", "U8", 2, {1, WARN_PAGE_BYTES}, want, sizeof warn_cache},
+  };
+  return stw_write(path, meta, t, 4);
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(tmpdir, sizeof tmpdir, "/tmp/dsv4kv_cli_XXXXXX");
@@ -97,7 +119,15 @@ static int setup(void **state) {
   const char *meta_unknown[] = {"op", "frobnicate_k_cache", NULL};
   const int32_t one = 1;
   stw_tensor a = {"a", "I32", 1, {1}, &one, 4};
-  return write_topk_case(tmp_path("good.safetensors"), want_global, NULL) ||
+  for (int i = 0; i < 512; i++) warn_k[i] = (uint16_t)(0x3f80 + 3 * i); /* 1.0 and up */
+  for (int i = 0; i < WARN_PAGE_BYTES; i++) warn_cache[i] = 0xA5; /* the reference's fill */
+  uint8_t warn_wrong[WARN_PAGE_BYTES];
+  memcpy(warn_wrong, warn_cache, sizeof warn_wrong);
+  warn_wrong[7] = 0x00; /* what no skipped row can have written */
+  return write_warn_case(tmp_path("warn.safetensors"), warn_cache, "1") ||
+         write_warn_case(tmp_path("warn_wrong.safetensors"), warn_wrong, "1") ||
+         write_warn_case(tmp_path("warn_error.safetensors"), warn_cache, "0") ||
+         write_topk_case(tmp_path("good.safetensors"), want_global, NULL) ||
          write_topk_case(tmp_path("wrong.safetensors"), wrong, NULL) ||
          write_topk_case(tmp_path("extra.safetensors"), want_global, "expected.bogus") ||
          /* a directory: sorted by name, so b_good runs after a_wrong */
@@ -169,6 +199,57 @@ static void test_mismatch_report(void **state) {
            "FAIL %s: global_topk_indices first differs at element 5 (1, 1): "
            "got 0xffffffff (-1) expected 0x00000007 (7); 1 of 8 elements differ\n",
            path);
+  expect_output(&r, line);
+  expect_output(&r, "0 passed, 1 failed\n");
+}
+
+/* A library warning on a file whose expected bytes all match is a PASS that
+ * names the warning; with a mismatch it is still a FAIL; an error fails. */
+static void test_warning_pass(void **state) {
+  (void)state;
+  run_result r;
+  const char *path = tmp_path("warn.safetensors");
+  run_verify(&r, "'%s'", path);
+  char line[900];
+  snprintf(line, sizeof line, "PASS %s (warning: DSV4KV_WARN_SKIPPED: 1 entry skipped: ", path);
+  expect_output(&r, line);
+  expect_output(&r, "slot_mapping[0] = -2");
+  expect_output(&r, ")\n1 passed, 0 failed\n");
+  assert_null(strstr(r.out, "FAIL "));
+  assert_int_equal(r.status, 0);
+  /* next to a plain pass: both count, the plain line carries no note */
+  run_verify(&r, "'%s' '%s'", tmp_path("good.safetensors"), path);
+  snprintf(line, sizeof line, "PASS %s\n", tmp_path("good.safetensors"));
+  expect_output(&r, line);
+  expect_output(&r, "2 passed, 0 failed\n");
+  assert_int_equal(r.status, 0);
+}
+
+static void test_warning_mismatch(void **state) {
+  (void)state;
+  run_result r;
+  const char *path = tmp_path("warn_wrong.safetensors");
+  run_verify(&r, "'%s'", path);
+  assert_int_not_equal(r.status, 0);
+  char line[900];
+  snprintf(line, sizeof line,
+           "FAIL %s: k_cache first differs at element 7 (0, 7): got 0xa5 expected 0x00; "
+           "1 of 528 elements differ (warning: DSV4KV_WARN_SKIPPED: 1 entry skipped: ",
+           path);
+  expect_output(&r, line);
+  assert_null(strstr(r.out, "PASS "));
+  expect_output(&r, "0 passed, 1 failed\n");
+}
+
+static void test_error_status(void **state) {
+  (void)state;
+  run_result r;
+  const char *path = tmp_path("warn_error.safetensors"); /* block_size 0 */
+  run_verify(&r, "'%s'", path);
+  assert_int_not_equal(r.status, 0);
+  char line[900];
+  snprintf(line, sizeof line,
+           "FAIL %s: dsv4kv_quantize_and_insert_k_cache returned DSV4KV_ERR_VALUE: ", path);
   expect_output(&r, line);
   expect_output(&r, "0 passed, 1 failed\n");
 }
@@ -262,6 +343,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_pass),
       cmocka_unit_test(test_mismatch_report),
+      cmocka_unit_test(test_warning_pass),
+      cmocka_unit_test(test_warning_mismatch),
+      cmocka_unit_test(test_error_status),
       cmocka_unit_test(test_unchecked_expected),
       cmocka_unit_test(test_malformed_file),
       cmocka_unit_test(test_not_golden),

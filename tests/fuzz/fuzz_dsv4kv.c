@@ -18,7 +18,7 @@
  * After every call the harness checks: input buffers unchanged, output bytes
  * outside the output's elements unchanged, output bytes outside what the SPEC
  * lets the op write unchanged, nothing written on an argument error, the
- * status / message / skipped / nonfinite contract, identical results with 1,
+ * status / message / skipped / nonfinite / report contract, identical results with 1,
  * 2 and 3 threads, and (for the integer ops) the values against a small
  * reference written from SPEC §5.
  */
@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "dsv4kv.h"
+#include "opcall.h" /* tools/: the call wrappers every caller of the ops shares */
 
 /* ------------------------------------------------------------------------ */
 /* Randomness: a byte stream (libFuzzer) or splitmix64                       */
@@ -63,7 +64,7 @@ static int64_t rr(Src *g, int64_t lo, int64_t hi) { return lo + (int64_t)ru(g, (
 
 static int g_slow, g_misalign, g_alias, g_verbose, g_libfuzzer, g_avoid_offset, g_avoid_bigalloc;
 /* the highest status code this header defines */
-static unsigned g_max_status = 13;
+static const unsigned g_max_status = DSV4KV_STATUS_LAST;
 static long g_iter;
 static int g_big; /* this iteration uses sizes that make the library go multi-threaded */
 #define BIG(small, lo, hi) (g_big ? rr(g, lo, hi) : (small))
@@ -535,8 +536,36 @@ typedef struct {
   uint8_t *outs[8];
 } Res;
 
-static int is_warn_or_ok(dsv4kv_status st) {
-  return st == DSV4KV_OK || st == DSV4KV_WARN_SKIPPED || st == DSV4KV_WARN_NONFINITE;
+/* A host report the call must overwrite (poisoned so an unwritten one shows). */
+static void report_poison(dsv4kv_report *rep) { memset(rep, 0xA5, sizeof *rep); }
+
+/* The report contract of a call that did not fail (dsv4kv.h, dsv4kv_report):
+ * on the CPU the report carries the host counters, turns into the status the
+ * call returned and into the message it left in dsv4kv_last_error().
+ * `skipped` / `nonf` are the host counters (NULL when not passed), `msg` the
+ * call's dsv4kv_last_error(). */
+static void check_report(const char *tag, dsv4kv_status st, const dsv4kv_report *rep, const int64_t *skipped,
+                         const int64_t *nonf, const char *msg) {
+  if (dsv4kv_is_error(st)) return;
+  if (skipped && rep->skipped != *skipped)
+    issue("report-count", "%s: report.skipped %lld, options.skipped %lld", tag, (long long)rep->skipped,
+          (long long)*skipped);
+  if (nonf && rep->nonfinite != *nonf)
+    issue("report-count", "%s: report.nonfinite %lld, options.nonfinite %lld", tag, (long long)rep->nonfinite,
+          (long long)*nonf);
+  dsv4kv_status rst = dsv4kv_report_status(rep);
+  if (rst != st)
+    issue("report-status", "%s: call returned %s, dsv4kv_report_status says %s", tag, dsv4kv_status_string(st),
+          dsv4kv_status_string(rst));
+  char rmsg[512]; /* the size of the library's message buffer: both truncate alike */
+  size_t need = dsv4kv_report_message(rep, rmsg, sizeof rmsg);
+  if (strcmp(rmsg, msg))
+    issue("report-message", "%s: %s: dsv4kv_report_message \"%s\", dsv4kv_last_error \"%s\"", tag,
+          dsv4kv_status_string(st), rmsg, msg);
+  if (need != strlen(rmsg) && need < sizeof rmsg)
+    issue("report-message", "%s: dsv4kv_report_message returned %zu for \"%s\"", tag, need, rmsg);
+  if (dsv4kv_report_message(rep, NULL, 0) != need)
+    issue("report-message", "%s: dsv4kv_report_message(rep, NULL, 0) differs from the length it needs", tag);
 }
 
 static int names_arg(const char *msg, const char *const *names) {
@@ -563,7 +592,7 @@ static void check_outputs(Ten **outs, int nouts, dsv4kv_status st, const char *t
       issue("write-not-allowed-by-spec", "%s (%s): %zu bytes of %s changed that the op may not write (first at "
             "buffer byte %zu, data at %td)", tag, dsv4kv_status_string(st), bad_allowed, T->name, first_allowed,
             T->data - T->buf);
-    if (changed && !is_warn_or_ok(st))
+    if (changed && dsv4kv_is_error(st))
       issue("write-on-error", "%s: %s returned but %zu bytes of %s changed", tag, dsv4kv_status_string(st), changed,
             T->name);
   }
@@ -580,7 +609,7 @@ static void check_inputs(Ten **outs, int nouts) {
   }
 }
 
-static long g_stat[16];
+static long g_stat[DSV4KV_STATUS_LAST + 1];
 static long g_calls;
 
 /* Runs call with num_threads 1, 2 and (NULL opt | 3 | 0); checks everything;
@@ -595,7 +624,12 @@ static void exec3(call_fn f, void *ctx, Ten **outs, int nouts, const char *const
     for (int o = 0; o < nouts; o++)
       if (outs[o]) memcpy(outs[o]->buf, outs[o]->snap, outs[o]->nbytes);
     int64_t skipped = -777, nonf = -777;
-    dsv4kv_options opt = {&skipped, &nonf, check_nf, k == 0 ? 1 : k == 1 ? 2 : ((g_iter & 15) == 3 ? 3 : 2), NULL};
+    dsv4kv_report rep;
+    report_poison(&rep);
+    /* a report on the 1-thread run always, on the others every other iteration */
+    int with_report = k == 0 || ((g_iter >> (1 + k)) & 1);
+    dsv4kv_options opt = {&skipped, &nonf, check_nf, k == 0 ? 1 : k == 1 ? 2 : ((g_iter & 15) == 3 ? 3 : 2), NULL,
+                          with_report ? &rep : NULL};
     const dsv4kv_options *op = &opt;
     if (k == 2 && (g_iter & 3) == 0) op = NULL;
     if (k == 2 && (g_iter & 3) == 1) opt.num_threads = 0;
@@ -611,7 +645,7 @@ static void exec3(call_fn f, void *ctx, Ten **outs, int nouts, const char *const
     char tag[32];
     snprintf(tag, sizeof tag, "threads=%d", op ? opt.num_threads : -1);
     if ((unsigned)st > g_max_status) issue("bad-status", "%s: status %d is not a dsv4kv_status", tag, (int)st);
-    if (k == 0 && (unsigned)st < 16u) g_stat[st]++;
+    if (k == 0 && (unsigned)st <= g_max_status) g_stat[st]++;
     if (st != DSV4KV_OK) {
       if (!r->msg[0]) issue("empty-message", "%s: %s with empty dsv4kv_last_error()", tag, dsv4kv_status_string(st));
       else if (!names_arg(r->msg, names))
@@ -620,12 +654,13 @@ static void exec3(call_fn f, void *ctx, Ten **outs, int nouts, const char *const
     } else if (r->msg[0]) {
       issue("message-on-ok", "%s: OK but last_error = \"%s\"", tag, r->msg);
     }
-    if (r->have_counts && is_warn_or_ok(st)) {
+    if (r->have_counts && !dsv4kv_is_error(st)) {
       if (st == DSV4KV_WARN_SKIPPED && !(skipped > 0)) issue("skipped-count", "%s: WARN_SKIPPED with skipped = %lld", tag, (long long)skipped);
       if (st != DSV4KV_WARN_SKIPPED && skipped != 0) issue("skipped-count", "%s: %s with skipped = %lld", tag, dsv4kv_status_string(st), (long long)skipped);
       if (st == DSV4KV_WARN_NONFINITE && !(check_nf && nonf > 0))
         issue("nonfinite-count", "%s: WARN_NONFINITE with nonfinite = %lld, check = %d", tag, (long long)nonf, check_nf);
       if (!check_nf && nonf != 0) issue("nonfinite-count", "%s: check off but nonfinite = %lld", tag, (long long)nonf);
+      if (with_report) check_report(tag, st, &rep, &skipped, &nonf, r->msg);
     }
     check_outputs(outs, nouts, st, tag);
     for (int o = 0; o < nouts; o++)
@@ -634,7 +669,7 @@ static void exec3(call_fn f, void *ctx, Ten **outs, int nouts, const char *const
         memcpy(r->outs[o], outs[o]->buf, outs[o]->nbytes);
       }
   }
-  if (g_expect_err && is_warn_or_ok(rs[0].st) && !(g_expect_soft && g_shape_mut))
+  if (g_expect_err && !dsv4kv_is_error(rs[0].st) && !(g_expect_soft && g_shape_mut))
     issue("bad-argument-accepted", "%s accepted (%s)", g_expect_why, dsv4kv_status_string(rs[0].st));
   /* determinism */
   for (int k = 1; k < 3; k++) {
@@ -786,7 +821,8 @@ static void allow_none(Ten *T) { memset(T->allowed, 0, T->nbytes); }
 struct ins_ctx { Ten *k, *slots; CacheCfg c; const dsv4kv_cache_desc *desc; };
 static dsv4kv_status call_insert(void *p, const dsv4kv_options *o) {
   struct ins_ctx *c = p;
-  return dsv4kv_quantize_and_insert_k_cache(D(c->k), D(c->c.t), c->desc, D(c->slots), o);
+  opcall_insert a = {D(c->k), D(c->c.t), c->desc, D(c->slots)};
+  return opcall_insert_run(&a, o);
 }
 static void op_insert(Src *g) {
   g_op = "quantize_and_insert_k_cache";
@@ -828,9 +864,9 @@ static void op_insert(Src *g) {
   Ten *outs[1] = {K};
   Res r;
   exec3(call_insert, &c, outs, 1, names, (int)ru(g, 2), &r);
-  if (!g_mutated && is_warn_or_ok(r.st) && r.skipped != exp_skip)
+  if (!g_mutated && !dsv4kv_is_error(r.st) && r.skipped != exp_skip)
     issue("skipped-value", "insert skipped %lld, spec says %lld", (long long)r.skipped, (long long)exp_skip);
-  if (!g_mutated && !is_warn_or_ok(r.st))
+  if (!g_mutated && dsv4kv_is_error(r.st))
     issue("valid-call-rejected", "insert: %s: %s", dsv4kv_status_string(r.st), r.msg);
   res_free(&r);
 }
@@ -841,8 +877,8 @@ static void op_insert(Src *g) {
 struct ga_ctx { Ten *out, *sl, *gl, *bt; CacheCfg c; const dsv4kv_cache_desc *desc; int64_t offset; };
 static dsv4kv_status call_gather(void *p, const dsv4kv_options *o) {
   struct ga_ctx *c = p;
-  return dsv4kv_dequantize_and_gather_k_cache(D(c->out), D(c->c.t), c->desc, D(c->sl), c->gl ? D(c->gl) : NULL,
-                                              D(c->bt), c->offset, o);
+  opcall_gather a = {D(c->out), D(c->c.t), c->desc, D(c->sl), c->gl ? D(c->gl) : NULL, D(c->bt), c->offset};
+  return opcall_gather_run(&a, o);
 }
 static void op_gather(Src *g) {
   g_op = "dequantize_and_gather_k_cache";
@@ -917,9 +953,9 @@ static void op_gather(Src *g) {
   Ten *outs[1] = {c.out};
   Res r;
   exec3(call_gather, &c, outs, 1, names, (int)ru(g, 2), &r);
-  if (!g_mutated && is_warn_or_ok(r.st) && r.skipped != exp_skip)
+  if (!g_mutated && !dsv4kv_is_error(r.st) && r.skipped != exp_skip)
     issue("skipped-value", "gather skipped %lld, spec says %lld", (long long)r.skipped, (long long)exp_skip);
-  if (!g_mutated && !is_warn_or_ok(r.st))
+  if (!g_mutated && dsv4kv_is_error(r.st))
     issue("valid-call-rejected", "gather: %s: %s", dsv4kv_status_string(r.st), r.msg);
   res_free(&r);
 }
@@ -931,8 +967,8 @@ static int32_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
 struct gt_ctx { Ten *topk, *req, *bt, *valid, *gout, *lout; int32_t bs; };
 static dsv4kv_status call_gt(void *p, const dsv4kv_options *o) {
   struct gt_ctx *c = p;
-  return dsv4kv_compute_global_topk_indices_and_lens(D(c->topk), D(c->req), D(c->bt), c->bs, D(c->valid), D(c->gout),
-                                                     D(c->lout), o);
+  opcall_global_topk a = {D(c->topk), D(c->req), D(c->bt), c->bs, D(c->valid), D(c->gout), D(c->lout)};
+  return opcall_global_topk_run(&a, o);
 }
 static void op_global_topk(Src *g) {
   g_op = "compute_global_topk_indices_and_lens";
@@ -975,21 +1011,20 @@ static void op_global_topk(Src *g) {
   Ten *outs[2] = {c.gout, c.lout};
   Res r;
   exec3(call_gt, &c, outs, 2, names, 0, &r);
-  if (!g_mutated && is_warn_or_ok(r.st)) {
+  if (!g_mutated && !dsv4kv_is_error(r.st)) {
     /* reference of SPEC §5.1 */
     int64_t skip = 0, bad = 0;
     for (int64_t t = 0; t < T; t++) {
       int64_t req = geti(c.req, t, 0);
-      int ok = req >= 0 && req < R;
-      if (!ok) skip++;
-      int32_t cnt = 0;
+      int ok = req >= 0 && req < R, valid = geti(c.valid, t, 0) != 0;
+      if (!ok && valid) skip++; /* SPEC §7: padding (invalid) rows are not skips */
+      int32_t cnt = 0;         /* lens count the slots written */
       for (int64_t j = 0; j < K; j++) {
         int64_t x = geti(c.topk, t, j);
         int32_t e = -1;
         if (x >= 0) {
-          cnt++;
-          if (ok && x / c.bs < P) e = wrap32(geti(c.bt, req, x / c.bs) * c.bs + x % c.bs);
-          else if (ok) skip++;
+          if (ok && x / c.bs < P) e = wrap32(geti(c.bt, req, x / c.bs) * c.bs + x % c.bs), cnt++;
+          else if (ok && valid) skip++;
         }
         if ((int32_t)geti(c.gout, t, j) != e && !c.gout->aliased) bad++;
       }
@@ -999,7 +1034,7 @@ static void op_global_topk(Src *g) {
     if (bad) issue("wrong-value", "global_topk: %lld output values differ from SPEC §5.1", (long long)bad);
     if (r.skipped != skip) issue("skipped-value", "global_topk skipped %lld, spec-derived %lld", (long long)r.skipped, (long long)skip);
   }
-  if (!g_mutated && !is_warn_or_ok(r.st))
+  if (!g_mutated && dsv4kv_is_error(r.st))
     issue("valid-call-rejected", "global_topk: %s: %s", dsv4kv_status_string(r.st), r.msg);
   res_free(&r);
 }
@@ -1010,8 +1045,9 @@ static void op_global_topk(Src *g) {
 struct cb_ctx { Ten *topk, *qsl, *sl, *gl, *comb, *lens; int32_t w, cr, k, M, N; };
 static dsv4kv_status call_cb(void *p, const dsv4kv_options *o) {
   struct cb_ctx *c = p;
-  return dsv4kv_combine_topk_swa_indices(D(c->topk), D(c->qsl), D(c->sl), D(c->gl), c->w, c->cr, c->k, c->M, c->N,
-                                         D(c->comb), D(c->lens), o);
+  opcall_combine a = {D(c->topk), D(c->qsl), D(c->sl), D(c->gl), c->w, c->cr, c->k, c->M, c->N,
+                      D(c->comb), D(c->lens), 0, NULL, NULL};
+  return opcall_combine_run(&a, o);
 }
 /* The SPEC §5.2 result applied to `comb`/`lens` buffers (by harness strides). */
 static int64_t combine_ref(struct cb_ctx *c, Ten *comb, Ten *lens, int64_t T, int64_t R) {
@@ -1031,6 +1067,8 @@ static int64_t combine_ref(struct cb_ctx *c, Ten *comb, Ten *lens, int64_t T, in
       if (ss < 0) ss = 0;
       if (ss < gs) ss = gs;
       int64_t sl = pos - ss + 1;
+      if (tl < 0) tl = 0, skip++; /* SPEC §7: lengths clamped at 0, counted */
+      if (sl < 0) sl = 0, skip++;
       for (int64_t j = 0; j < tl; j++) seti(comb, t, j, wrap32(geti(c->topk, t, j) + Mr));
       for (int64_t j = 0; j < sl; j++) seti(comb, t, tl + j, wrap32(Mr + c->N + (ss - gs) + j));
       seti(lens, t, 0, wrap32(tl + sl));
@@ -1128,7 +1166,7 @@ static void op_combine(Src *g) {
   Res r;
   exec3(call_cb, &c, outs, 2, names, 0, &r);
   int64_t exp_skip = 0;
-  if (!g_mutated && is_warn_or_ok(r.st) && !c.comb->aliased && !c.lens->aliased) {
+  if (!g_mutated && !dsv4kv_is_error(r.st) && !c.comb->aliased && !c.lens->aliased) {
     /* reference on the snapshots */
     uint8_t *save_c = malloc(c.comb->nbytes + 1), *save_l = malloc(c.lens->nbytes + 1);
     memcpy(save_c, c.comb->buf, c.comb->nbytes);
@@ -1143,14 +1181,16 @@ static void op_combine(Src *g) {
     free(save_c);
     free(save_l);
   }
-  if (!g_mutated && !is_warn_or_ok(r.st))
+  if (!g_mutated && dsv4kv_is_error(r.st))
     issue("valid-call-rejected", "combine: %s: %s", dsv4kv_status_string(r.st), r.msg);
 
   /* the _alloc variant: same call, library-allocated outputs */
   g_op = "combine_topk_swa_indices_alloc";
   DLManagedTensor *mc = (DLManagedTensor *)0x1, *ml = (DLManagedTensor *)0x1;
   int64_t sk = -777, nf = -777;
-  dsv4kv_options opt = {&sk, &nf, 0, (int)rr(g, 1, 2), NULL};
+  dsv4kv_report rep;
+  report_poison(&rep);
+  dsv4kv_options opt = {&sk, &nf, 0, (int)rr(g, 1, 2), NULL, &rep};
   int nullout = pct(g, 2) ? (int)rr(g, 1, 2) : 0;
   /* FUZZ_AVOID_KNOWN: no multi-GiB allocations from a huge window_size (finding F8) */
   if (g_avoid_bigalloc && (int64_t)c.k + c.w > (1 << 20)) { res_free(&r); return; }
@@ -1158,9 +1198,14 @@ static void op_combine(Src *g) {
                                                            c.N, nullout == 1 ? NULL : &mc, nullout == 2 ? NULL : &ml,
                                                            &opt);
   g_calls++;
+  if (!nullout) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", dsv4kv_last_error());
+    check_report("alloc", st, &rep, &sk, &nf, msg);
+  }
   if (nullout && st != DSV4KV_ERR_NULL) issue("bad-argument-accepted", "alloc: NULL out pointer gave %d", (int)st);
   if (!nullout) {
-    if (!is_warn_or_ok(st)) {
+    if (dsv4kv_is_error(st)) {
       if (mc || ml) issue("alloc-outputs-on-error", "alloc: %s but outputs not NULL", dsv4kv_status_string(st));
       if (!dsv4kv_last_error()[0]) issue("empty-message", "alloc: %s with empty message", dsv4kv_status_string(st));
     } else {
@@ -1197,7 +1242,7 @@ static void op_combine(Src *g) {
       dsv4kv_managed_free(mc);
       dsv4kv_managed_free(ml);
     }
-    if (!g_mutated && !is_warn_or_ok(st))
+    if (!g_mutated && dsv4kv_is_error(st))
       issue("valid-call-rejected", "alloc: %s: %s", dsv4kv_status_string(st), dsv4kv_last_error());
   }
   dsv4kv_managed_free(NULL);
@@ -1225,7 +1270,8 @@ static dsv4kv_status call_fi(void *p, const dsv4kv_options *o) {
   c->a.token_to_req_indices = D(c->req);
   c->a.swa_block_table = D(c->swa_bt);
   c->a.compressed_block_table = c->comp_bt ? D(c->comp_bt) : NULL;
-  return dsv4kv_build_flashinfer_mixed_sparse_indices(c->args_null ? NULL : &c->a, D(c->out), D(c->lens), o);
+  opcall_flashinfer a = {c->args_null ? NULL : &c->a, D(c->out), D(c->lens)};
+  return opcall_flashinfer_run(&a, o);
 }
 static int64_t fi_remap(int64_t v, int64_t bs, int64_t span) { return v < 0 ? -1 : wrap32((v / bs) * span + v % bs); }
 static int64_t fi_slot(Ten *bt, int64_t req, int64_t pos, int64_t bs, int64_t *skip) {
@@ -1271,7 +1317,14 @@ static void op_flashinfer(Src *g) {
     if (which == 0) a->swa_block_span = big[ru(g, 3)];
     if (which == 1) a->compressed_block_span = big[ru(g, 3)];
     if (which == 2) a->compress_ratio = big[ru(g, 3)];
-    if (which == 3) a->swa_block_size = big[ru(g, 3)];
+    if (which == 3) {
+      a->swa_block_size = big[ru(g, 3)];
+      if (a->swa_block_span && a->swa_block_span < a->swa_block_size) expect_err("swa_block_span");
+    }
+  }
+  if (pct(g, 3) && !g_expect_err && a->compressed_block_size > 1) { /* slots would alias (SPEC §7) */
+    a->compressed_block_span = a->compressed_block_size - (int32_t)rr(g, 1, a->compressed_block_size - 1);
+    expect_err("compressed_block_span");
   }
   int64_t K4 = ((a->topk > Dk ? a->topk : Dk) + 3) / 4 * 4;
   int64_t s1[2] = {D_, S};
@@ -1359,7 +1412,7 @@ static void op_flashinfer(Src *g) {
   Ten *outs[2] = {c.out, c.lens};
   Res r;
   exec3(call_fi, &c, outs, 2, names, 0, &r);
-  if (!g_mutated && is_warn_or_ok(r.st) && !c.out->aliased && !c.lens->aliased) {
+  if (!g_mutated && !dsv4kv_is_error(r.st) && !c.out->aliased && !c.lens->aliased) {
     int64_t skip = 0, bad = 0, first_bad_t = -1, first_bad_j = -1;
     int64_t sbs = a->swa_block_size, sspan = a->swa_block_span ? a->swa_block_span : sbs;
     int64_t cbs = a->compressed_block_size, cspan = a->compressed_block_span ? a->compressed_block_span : cbs;
@@ -1378,12 +1431,17 @@ static void op_flashinfer(Src *g) {
       for (int64_t j = 0; j < K4; j++) {
         int64_t v = j < Dk ? geti(c.dcomp, d, j) : -1;
         if (local && v >= 0) {
-          v = fi_slot(cbt, req, v, cbs, &skip);
+          int64_t pad = 0; /* SPEC §7: an invalid (padding) token's lookups are not skips */
+          v = fi_slot(cbt, req, v, cbs, valid ? &skip : &pad);
           if (v >= 0 && valid) cnt++;
         }
         FI_EXPECT(d, S + j, fi_remap(v, cbs, cspan));
       }
       int64_t n = Dk == 0 ? 0 : local ? cnt : c.dlens ? geti(c.dlens, d, 0) : Dk;
+      if (n < 0 || n > Dk) { /* SPEC §7: clamped to the row, counted */
+        n = n < 0 ? 0 : Dk;
+        if (valid) skip++;
+      }
       if ((int32_t)geti(c.lens, d, 0) != wrap32(S + n)) bad++;
     }
     for (int64_t t = D_; t < D_ + P; t++) {
@@ -1401,12 +1459,13 @@ static void op_flashinfer(Src *g) {
       if (ss < geti(c.replay, req, 0)) ss = geti(c.replay, req, 0);
       int64_t sl = pos - ss + 1, tl = 0;
       if (a->compress_ratio > 0) { tl = (pos + 1) / a->compress_ratio; if (tl > a->topk) tl = a->topk; }
+      if (tl < 0 || tl > Wp) tl = tl < 0 ? 0 : Wp, skip++; /* SPEC §7: clamped to the data, counted */
       for (int64_t j = 0; j < S; j++) {
         int64_t v = j < sl ? fi_slot(c.swa_bt, req, ss + j, sbs, &skip) : -1;
         FI_EXPECT(t, j, fi_remap(v, sbs, sspan));
       }
       for (int64_t j = 0; j < K4; j++) {
-        int64_t x = (j < Wp && j < tl) ? geti(c.ptopk, i, j) : -1;
+        int64_t x = j < tl ? geti(c.ptopk, i, j) : -1;
         int64_t v = x >= 0 ? fi_slot(cbt, req, x, cbs, &skip) : -1;
         FI_EXPECT(t, S + j, fi_remap(v, cbs, cspan));
       }
@@ -1427,7 +1486,7 @@ static void op_flashinfer(Src *g) {
       if (memcmp(r2.outs[o], r.outs[o], outs[o]->nbytes)) issue("not-written-in-full", "flashinfer %s", outs[o]->name);
     res_free(&r2);
   }
-  if (!g_mutated && !is_warn_or_ok(r.st))
+  if (!g_mutated && dsv4kv_is_error(r.st))
     issue("valid-call-rejected", "flashinfer: %s: %s", dsv4kv_status_string(r.st), r.msg);
   res_free(&r);
 }
@@ -1438,8 +1497,8 @@ static void op_flashinfer(Src *g) {
 struct ix_ctx { Ten *k, *pos, *cs, *w, *slots; CacheCfg c; const dsv4kv_cache_desc *desc; float eps; int32_t cr; };
 static dsv4kv_status call_ix(void *p, const dsv4kv_options *o) {
   struct ix_ctx *c = p;
-  return dsv4kv_indexer_k_norm_rope_store(D(c->k), D(c->pos), D(c->cs), D(c->w), c->eps, D(c->c.t), c->desc,
-                                          D(c->slots), c->cr, o);
+  opcall_indexer a = {D(c->k), D(c->pos), D(c->cs), D(c->w), c->eps, D(c->c.t), c->desc, D(c->slots), c->cr};
+  return opcall_indexer_run(&a, o);
 }
 static int64_t tiled_off(int64_t p, int64_t d) {
   return (p / 16) * 16 * 128 + (d / 16) * 256 + (p % 16) * 16 + d % 16;
@@ -1518,9 +1577,9 @@ static void op_indexer(Src *g) {
   Ten *outs[1] = {K};
   Res r;
   exec3(call_ix, &c, outs, 1, names, (int)ru(g, 2), &r);
-  if (!g_mutated && is_warn_or_ok(r.st) && r.skipped != exp_skip)
+  if (!g_mutated && !dsv4kv_is_error(r.st) && r.skipped != exp_skip)
     issue("skipped-value", "indexer skipped %lld, spec says %lld", (long long)r.skipped, (long long)exp_skip);
-  if (!g_mutated && !is_warn_or_ok(r.st))
+  if (!g_mutated && dsv4kv_is_error(r.st))
     issue("valid-call-rejected", "indexer: %s: %s", dsv4kv_status_string(r.st), r.msg);
   res_free(&r);
 }
@@ -1528,8 +1587,26 @@ static void op_indexer(Src *g) {
 /* ------------------------------------------------------------------------ */
 /* Small entry points                                                          */
 /* ------------------------------------------------------------------------ */
+/* The status table against the header: every code up to DSV4KV_STATUS_LAST
+ * named, none past it, and dsv4kv_is_error false exactly for OK and the two
+ * warnings (the harness relies on it everywhere else). */
+static void check_status_table(void) {
+  for (int s = -1; s <= (int)g_max_status + 2; s++) {
+    dsv4kv_status st = (dsv4kv_status)s;
+    int known = strcmp(dsv4kv_status_string(st), "unknown dsv4kv status") != 0;
+    if (known != (s >= 0 && s <= (int)g_max_status))
+      issue("status-table", "status %d is %s by dsv4kv_status_string, DSV4KV_STATUS_LAST = %u", s,
+            known ? "named" : "not named", g_max_status);
+    int warn_or_ok = st == DSV4KV_OK || st == DSV4KV_WARN_SKIPPED || st == DSV4KV_WARN_NONFINITE;
+    if (s >= 0 && s <= (int)g_max_status && dsv4kv_is_error(st) == warn_or_ok)
+      issue("status-table", "dsv4kv_is_error(%d) = %d", s, dsv4kv_is_error(st));
+  }
+}
+
 static void op_misc(Src *g) {
   g_op = "misc";
+  static int table_checked;
+  if (!table_checked++) check_status_table();
   dsv4kv_record rec;
   int64_t w = gidx(g, 0, 600);
   if (pct(g, 30)) w = (int64_t[]){584, 528, 288, 132, 68}[ru(g, 5)];
@@ -1583,9 +1660,6 @@ static void env_flags(void) {
   int known = getenv("FUZZ_AVOID_KNOWN") && atoi(getenv("FUZZ_AVOID_KNOWN"));
   g_avoid_offset = known || (getenv("FUZZ_AVOID_OFFSET") && atoi(getenv("FUZZ_AVOID_OFFSET")));
   g_avoid_bigalloc = known || (getenv("FUZZ_AVOID_BIGALLOC") && atoi(getenv("FUZZ_AVOID_BIGALLOC")));
-  /* statuses past 13 exist when the header's status_string knows them */
-  while (g_max_status < 40 && strcmp(dsv4kv_status_string((dsv4kv_status)(g_max_status + 1)), "unknown dsv4kv status"))
-    g_max_status++;
   if (getenv("FUZZ_IGNORE")) snprintf(g_ignore, sizeof g_ignore, "%s", getenv("FUZZ_IGNORE"));
 }
 
@@ -1644,7 +1718,7 @@ int main(int argc, char **argv) {
   printf("ops: insert %ld gather %ld global_topk %ld combine %ld flashinfer %ld indexer %ld misc %ld\n", g_opcount[0],
          g_opcount[1], g_opcount[2], g_opcount[3], g_opcount[4], g_opcount[5], g_opcount[6]);
   printf("statuses (1-thread runs):");
-  for (int s = 0; s < 16; s++)
+  for (int s = 0; s <= DSV4KV_STATUS_LAST; s++)
     if (g_stat[s]) printf(" %d:%ld", s, g_stat[s]);
   printf("\n");
   int bad = 0;
