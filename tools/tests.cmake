@@ -30,7 +30,7 @@ if(DSV4KV_BUILD_TESTS)
     ${DSV4KV_CLI_TEST_DIR}/test_verify_cli.c
     ${DSV4KV_CLI_TEST_DIR}/st_write.c)
   target_include_directories(cli_test_verify PRIVATE ${DSV4KV_CLI_TEST_DIR})
-  target_link_libraries(cli_test_verify PRIVATE cmocka)
+  target_link_libraries(cli_test_verify PRIVATE dsv4kv cmocka)
   add_test(NAME cli_verify COMMAND cli_test_verify $<TARGET_FILE:dsv4kv_cli>)
 endif()
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "dsv4kv.h"
 #include "golden.h"
 
 enum { EXIT_ALL_PASSED = 0, EXIT_SOME_FAILED = 1, EXIT_USAGE = 2 };
@@ -240,6 +241,11 @@ int cmd_verify(int argc, char **argv) {
   if (optind >= argc) {
     fprintf(stderr, "dsv4kv verify: no PATH given\n");
     usage(stderr);
+    return EXIT_USAGE;
+  }
+  /* One answer, not one FAIL line per file, when the device has no backend. */
+  if (s.device != kDLCPU && !dsv4kv_backend_available(s.device)) {
+    fprintf(stderr, "dsv4kv verify: --device cuda: this build has no CUDA backend (or no CUDA device is visible)\n");
     return EXIT_USAGE;
   }
   for (int i = optind; i < argc; i++) verify_path(&s, argv[i]);

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "dsv4kv.h"
+
 #include "st_write.h"
 
 static const char *dsv4kv_bin;
@@ -322,14 +324,21 @@ static void test_empty_directory(void **state) {
   expect_output(&r, "no *.safetensors files");
 }
 
-/* This build has no CUDA backend: the library's own message comes through. */
+/* Without a CUDA backend: one answer before any file is run (exit 2), not a
+ * FAIL line per file; with one, the file passes. */
 static void test_cuda_device(void **state) {
   (void)state;
   run_result r;
-  run_verify(&r, "--device cuda '%s'", tmp_path("good.safetensors"));
-  assert_int_not_equal(r.status, 0);
-  expect_output(&r, "BACKEND_NOT_BUILT");
-  expect_output(&r, "0 passed, 1 failed\n");
+  run_verify(&r, "--device cuda '%s' '%s'", tmp_path("good.safetensors"), tmp_path("good.safetensors"));
+  if (dsv4kv_backend_available(kDLCUDA)) {
+    assert_int_equal(r.status, 0);
+    expect_output(&r, "2 passed, 0 failed\n");
+    return;
+  }
+  assert_int_equal(r.status, 2);
+  expect_output(&r, "no CUDA backend");
+  if (strstr(r.out, "FAIL") || strstr(r.out, "passed,"))
+    fail_msg("per-file lines after the device was refused:\n%s", r.out);
 }
 
 int main(int argc, char **argv) {
