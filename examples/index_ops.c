@@ -4,11 +4,13 @@
  * positions in the compressed cache (< 0 = none) through its request's block
  * table to global slots:
  *   global = block_table[req][x / bs] * bs + x % bs  (x >= 0, else -1)
- *   lens   = valid ? count(x >= 0) : 0
+ *   lens   = valid ? (entries written as slots) : 0
  * The program checks every output against that rule, then shows the bounds
- * checks: an entry whose page is past its block-table row is written as -1,
- * skipped and counted, and the call returns DSV4KV_WARN_SKIPPED with a
- * message naming it.  Exits 0 when everything matches.
+ * checks: an entry whose page is past its block-table row is written as -1
+ * and left out of lens; on a valid token it is skipped and counted, and the
+ * call returns DSV4KV_WARN_SKIPPED with a message naming it (on a padding
+ * token, valid = 0, it would not be counted).  Exits 0 when everything
+ * matches.
  *
  * Build against an installed dsv4kv:
  *   cc index_ops.c $(pkg-config --cflags --libs dsv4kv) -o index_ops
@@ -28,9 +30,9 @@ static int check(int32_t topk[T][K], const int32_t req[T], int32_t bt[R][P], con
     int32_t count = 0;
     for (int j = 0; j < K; j++) {
       int32_t x = topk[t][j], want = -1;
-      if (x >= 0) {
+      if (x >= 0 && x / BS < P) { /* else skipped: -1, not a slot */
+        want = bt[req[t]][x / BS] * BS + x % BS;
         count++;
-        if (x / BS < P) want = bt[req[t]][x / BS] * BS + x % BS; /* else skipped: -1 */
       }
       if (global[t][j] != want) {
         fprintf(stderr, "token %d, column %d: global %d, expected %d\n", t, j, global[t][j], want);
