@@ -39,10 +39,9 @@ step() {
   local name=$1 log
   shift
   log=$TMP/log.$(printf '%s' "$name" | tr -c 'A-Za-z0-9_' '_')
-  if "$@" >"$log" 2>&1; then
-    return 0
-  fi
-  local rc=$?
+  local rc=0
+  "$@" >"$log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] && return 0
   fail "$name (exit $rc): $*"
   tail -n 25 "$log" | sed 's/^/    /' >&2
   return $rc

@@ -49,7 +49,7 @@ static void usage_options(FILE *f) {
           "                          there and took 26%% less time on idle cores\n"
           "  --json FILE             also write the report as JSON to FILE; with FILE '-' the\n"
           "                          JSON goes to stdout and the text report to stderr\n"
-          "                          (schema_version %d: see README)\n"
+          "                          (schema_version %d: fields in sim/report_json.c)\n"
           "  --plot FILE             draw pages in use, running and queued over virtual time\n"
           "                          and bytes per token per format with gnuplot (gnuplot-nox)\n"
           "                          into FILE (.png or .svg); also 'dsv4kv plot JSON -o FILE'\n"

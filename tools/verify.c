@@ -32,7 +32,7 @@ static void usage(FILE *f) {
           "\n"
           "Each file holds one call: metadata 'op' names it, the inputs are\n"
           "tensors, the scalars metadata strings, the outputs 'expected.*'\n"
-          "tensors (see shared/golden/MANIFEST.md).  Ops understood:\n");
+          "tensors (see tests/golden/MANIFEST.md).  Ops understood:\n");
   for (const char *const *op = golden_ops; *op; op++) fprintf(f, "  %s\n", *op);
   fprintf(f,
           "\n"
