@@ -109,6 +109,10 @@ const backend_ops *cuda_backend_if_built(void);
  * views (NULL entries: absent optional tensors) are on one device, picks
  * that device's backend, runs `op` on `args` (the op's *_args struct) and
  * turns the report into the status, the counters and the message. */
+/* The device check alone (for the allocating entry point): one device for
+ * every view, *type set to it. */
+dsv4kv_status op_device(const tview *const *views, const char *const *names, int n, DLDeviceType *type);
+
 dsv4kv_status op_dispatch(op_id op, const void *args, const tview *const *views,
                           const char *const *names, int n, const dsv4kv_options *opt);
 

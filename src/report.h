@@ -52,9 +52,10 @@ typedef enum {
  * report keeps the entry with the lowest key, so the message names the same
  * entry whatever the thread count or the GPU's schedule. */
 static inline int64_t skip_key(int64_t major, int64_t minor, int bits) {
-  uint64_t lim = ((uint64_t)1 << bits) - 1;
+  uint64_t lim = ((uint64_t)1 << bits) - 1, lim_major = ((uint64_t)1 << (63 - bits)) - 1;
   uint64_t m = minor < 0 ? 0 : (uint64_t)minor > lim ? lim : (uint64_t)minor;
-  return (int64_t)((((uint64_t)major << bits) | m) >> 1);
+  uint64_t M = major < 0 ? 0 : (uint64_t)major > lim_major ? lim_major : (uint64_t)major;
+  return (int64_t)((M << bits) | m); /* every bit kept: no two entries tie */
 }
 
 /* An empty report of op `op`. */

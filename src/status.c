@@ -5,7 +5,7 @@
 
 #include "internal.h"
 
-static _Thread_local char last_error[512];
+static _Thread_local char last_error[768];
 
 const char *dsv4kv_status_string(dsv4kv_status st) {
   switch (st) {

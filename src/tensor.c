@@ -172,34 +172,6 @@ dsv4kv_status tview_last_contiguous(const tview *v, const char *name) {
   return DSV4KV_OK;
 }
 
-typedef struct {
-  DLDeviceType type;
-  int id;
-  int set;
-} devsel;
-
-static dsv4kv_status devsel_add(devsel *d, const tview *v, const char *name) {
-  if (!d->set) {
-    d->type = v->device;
-    d->id = v->device_id;
-    d->set = 1;
-    return DSV4KV_OK;
-  }
-  if (v->device != d->type || v->device_id != d->id)
-    return dsv4kv_fail(DSV4KV_ERR_DEVICE, "%s is on device (%d, %d) but an earlier tensor is on (%d, %d)",
-                       name, (int)v->device, v->device_id, (int)d->type, d->id);
-  return DSV4KV_OK;
-}
-
-static dsv4kv_status devsel_backend(const devsel *d) {
-  if (!d->set || d->type == kDLCPU) return DSV4KV_OK;
-  if (d->type == kDLCUDA || d->type == kDLCUDAManaged || d->type == kDLCUDAHost)
-    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
-                       "the tensors are on CUDA device %d but this build has no CUDA backend", d->id);
-  return dsv4kv_fail(DSV4KV_ERR_DEVICE, "device type %d is not supported (CPU only in this build)",
-                     (int)d->type);
-}
-
 /* Byte span [lo, hi) of a view (hi == lo when empty). */
 static void span_of(const tview *v, uintptr_t *lo, uintptr_t *hi) {
   int64_t last = 0;
@@ -249,12 +221,4 @@ dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, con
   if (alo < bhi && blo < ahi)
     return dsv4kv_fail(DSV4KV_ERR_STRIDE, "outputs %s and %s overlap in memory", an, bn);
   return DSV4KV_OK;
-}
-
-dsv4kv_status select_backend(const tview *const *views, const char *const *names, int n) {
-  devsel dev = {0};
-  dsv4kv_status st;
-  for (int i = 0; i < n; i++)
-    if (views[i] && (st = devsel_add(&dev, views[i], names[i]))) return st;
-  return devsel_backend(&dev);
 }

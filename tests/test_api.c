@@ -121,6 +121,13 @@ static void report_matches_status(void **state) {
   assert_int_equal(dsv4kv_report_message(&rep, msg, sizeof msg), 0);
   assert_string_equal(msg, "");
   assert_int_equal(dsv4kv_report_status(NULL), DSV4KV_ERR_NULL);
+  /* a NULL buffer only asks for the length, whatever len says */
+  slots[1] = 999;
+  dsv4kv_quantize_and_insert_k_cache(&kv.t, &cv.t, &desc, &sv.t, &opt);
+  size_t need = dsv4kv_report_message(&rep, NULL, 0);
+  assert_true(need > 0);
+  assert_int_equal(dsv4kv_report_message(&rep, NULL, 100), need);
+  assert_int_equal(dsv4kv_report_message(NULL, NULL, 100), strlen("report is NULL"));
   free(k);
   free(cache);
 }

@@ -322,12 +322,42 @@ static void indexer_eps_and_nonfinite_norm(void **state) {
   assert_int_equal(nf, 1);
 }
 
+/* The message names the first skipped entry in a fixed order at any thread
+ * count: neighbouring entries once shared an ordering key (its lowest bit was
+ * dropped), so tokens 64 and 65 tied and the schedule picked one. */
+static void first_skip_is_schedule_independent(void **state) {
+  (void)state;
+  enum { L = 130 };
+  uint8_t cache[584];
+  memset(cache, 0x11, sizeof cache);
+  uint16_t *out = calloc((size_t)L * 512, sizeof *out);
+  int32_t seq[1] = {L}, bt[L];
+  for (int i = 0; i < L; i++) bt[i] = 0;
+  bt[64] = bt[65] = -5;
+  tview o, c, s, b;
+  tv_3d(&o, out, dt_bf16(), 1, L, 512, (int64_t)L * 512, 512, 1);
+  tv_2d(&c, cache, dt_u8(), 1, 584, 584);
+  tv_1d(&s, seq, dt_i32(), 1);
+  tv_2d(&b, bt, dt_i32(), 1, L, L);
+  dsv4kv_cache_desc desc = {DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 1, 0, 0};
+  for (int run = 0; run < 40; run++) {
+    int64_t sk = -1;
+    dsv4kv_options opt = {.skipped = &sk, .num_threads = 1 + run % 2};
+    assert_status(dsv4kv_dequantize_and_gather_k_cache(&o.t, &c.t, &desc, &s.t, NULL, &b.t, 0, &opt),
+                  DSV4KV_WARN_SKIPPED);
+    assert_int_equal(sk, 2);
+    assert_non_null(strstr(dsv4kv_last_error(), "the first: block_table[0][64] = -5"));
+  }
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(global_topk_lens_count_written_slots), cmocka_unit_test(global_topk_padding_is_not_a_skip),
       cmocka_unit_test(combine_lengths_never_negative),       cmocka_unit_test(flashinfer_lengths_stay_in_row),
       cmocka_unit_test(flashinfer_padding_is_not_a_skip),     cmocka_unit_test(flashinfer_span_below_block_size),
       cmocka_unit_test(flashinfer_row_width_rule),            cmocka_unit_test(indexer_eps_and_nonfinite_norm),
+      cmocka_unit_test(first_skip_is_schedule_independent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

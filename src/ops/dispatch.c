@@ -41,6 +41,13 @@ static dsv4kv_status common_device(const tview *const *v, const char *const *nam
   return DSV4KV_OK;
 }
 
+dsv4kv_status op_device(const tview *const *views, const char *const *names, int n, DLDeviceType *type) {
+  int which;
+  dsv4kv_status st = common_device(views, names, n, &which);
+  *type = which >= 0 ? views[which]->device : kDLCPU;
+  return st;
+}
+
 static dsv4kv_status backend_of(const tview *v, const backend_ops **be) {
   char b[32];
   if (!v || v->device == kDLCPU) {
@@ -107,7 +114,7 @@ dsv4kv_status op_dispatch(op_id op, const void *args, const tview *const *views,
     dsv4kv_clear_error();
     return st;
   }
-  char msg[512];
+  char msg[768];
   dsv4kv_report_message(&r, msg, sizeof msg);
   return dsv4kv_fail(st, "%s", msg);
 }

@@ -154,9 +154,16 @@ dsv4kv_status dsv4kv_combine_topk_swa_indices_alloc(
   if ((st = combine_check(&a, topk_indices, query_start_loc, seq_lens, gather_lens, window_size,
                           compress_ratio, topk, M, N)))
     return st;
-  if (a.topk.device != kDLCPU)
+  const tview *v[] = {&a.topk, &a.qsl, &a.seq_lens, &a.gather_lens};
+  const char *n[] = {"topk_indices", "query_start_loc", "seq_lens", "gather_lens"};
+  DLDeviceType dev;
+  if ((st = op_device(v, n, 4, &dev))) return st;
+  if (dev == kDLCUDA || dev == kDLCUDAManaged)
     return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
-                       "topk_indices is not on the CPU; this build allocates CPU outputs only");
+                       "the inputs are on CUDA; this call allocates CPU outputs only (pass your own outputs)");
+  if (dev != kDLCPU)
+    return dsv4kv_fail(DSV4KV_ERR_DEVICE, "the inputs are on device type %d, which no backend of this build runs",
+                       (int)dev);
   int64_t C = ((int64_t)topk + window_size + 127) / 128 * 128;
   /* A cap on what the library allocates for the caller: 2^28 entries (1 GiB),
    * some 14x the largest real batch (16K tokens x 1152 columns). */

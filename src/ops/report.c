@@ -20,6 +20,8 @@ dsv4kv_status dsv4kv_report_status(const dsv4kv_report *r) {
 
 /* The sentence naming the first skipped entry. */
 static int skip_sentence(const dsv4kv_report *r, char *buf, size_t len) {
+  /* (a garbage report can carry any values; the sentence is sized for six
+   * 20-digit numbers, see dsv4kv_report_message) */
   const int64_t *v = r->values;
   const char *slots = r->op == OP_INDEXER_STORE ? "kv_slot_mapping" : "slot_mapping";
   switch ((skip_reason)r->reason) {
@@ -60,12 +62,11 @@ static int skip_sentence(const dsv4kv_report *r, char *buf, size_t len) {
     case SKIP_POSITION_NEGATIVE:
       return snprintf(buf, len, "positions[%" PRId64 "] = %" PRId64 " is negative", v[0], v[1]);
     case SKIP_LENGTH_CLAMPED: {
-      static const char *const part[] = {"top-k part", "sliding-window part", "compressed length",
-                                         "top-k part"};
+      static const char *const part[] = {"top-k part", "sliding-window part", "compressed", "top-k part"};
       static const char *const why[] = {
           "its position is before 0: query_start_loc and seq_lens disagree",
           "gather_lens is shorter than the query",
-          "decode_compressed_topk_lens says more entries than decode_compressed_indices holds",
+          "decode_compressed_topk_lens is outside the width of decode_compressed_indices",
           "prefill_topk_indices is narrower than the top-k length"};
       int k = v[1] >= 0 && v[1] <= 3 ? (int)v[1] : 0;
       return snprintf(buf, len, "row %" PRId64 " (request %" PRId64 "): its %s length %" PRId64 " is outside [0, %" PRId64
@@ -79,7 +80,8 @@ static int skip_sentence(const dsv4kv_report *r, char *buf, size_t len) {
 }
 
 size_t dsv4kv_report_message(const dsv4kv_report *r, char *buf, size_t len) {
-  char first[256];
+  char first[512];
+  if (!buf) len = 0; /* a NULL buffer only asks for the length */
   int n = 0;
   if (!r) {
     n = snprintf(buf, len, "report is NULL");
@@ -90,8 +92,12 @@ size_t dsv4kv_report_message(const dsv4kv_report *r, char *buf, size_t len) {
     else
       n = snprintf(buf, len, "%" PRId64 " entries skipped; the first: %s", r->skipped, first);
   } else if (r->nonfinite > 0) {
-    n = snprintf(buf, len, "%s holds %" PRId64 " NaN/Inf values; stored as the reference stores them",
-                 r->op == OP_INDEXER_STORE ? "k_pre" : r->op == OP_INSERT ? "k" : "the input", r->nonfinite);
+    if (r->op == OP_INDEXER_STORE)
+      n = snprintf(buf, len, "k_pre: %" PRId64 " non-finite values (NaN/Inf inputs, and rows whose RMSNorm "
+                   "overflowed or was 0 / 0); stored as the reference stores them", r->nonfinite);
+    else
+      n = snprintf(buf, len, "%s holds %" PRId64 " NaN/Inf values; stored as the reference stores them",
+                   r->op == OP_INSERT ? "k" : "the input", r->nonfinite);
   } else if (len > 0) {
     buf[0] = '\0';
   }
