@@ -13,25 +13,6 @@
 
 #define POISON 0xA5
 
-typedef struct {
-  fbuf fb;
-  int64_t *s;
-  tview v;
-} tslots;
-
-static void slots_make(tslots *t, const int64_t *vals, int64_t n) {
-  t->s = (int64_t *)fb_alloc(&t->fb, (size_t)n * 8, 8);
-  if (n) memcpy(t->s, vals, (size_t)n * 8);
-  tv_1d(&t->v, t->s, dt_i64(), n);
-}
-
-static dsv4kv_status run_insert(tmat16 *k, tcache *c, tslots *s, int threads, int64_t *skipped) {
-  dsv4kv_options opt;
-  memset(&opt, 0, sizeof(opt));
-  opt.skipped = skipped;
-  opt.num_threads = threads;
-  return dsv4kv_quantize_and_insert_k_cache(&k->v.t, &c->v.t, &c->desc, &s->v.t, &opt);
-}
 
 typedef struct {
   dsv4kv_record rec;

@@ -62,3 +62,18 @@ void gen_row(rng_t *r, uint16_t *row, int n, int kind) {
     for (int k = 0; k < 6; k++) row[rng_below(r, (uint32_t)n)] = sp[rng_below(r, 12)];
   }
 }
+
+void slots_make(tslots *t, const int64_t *vals, int64_t n) {
+  t->s = (int64_t *)fb_alloc(&t->fb, (size_t)n * 8, 8);
+  if (n) memcpy(t->s, vals, (size_t)n * 8);
+  tv_1d(&t->v, t->s, dt_i64(), n);
+}
+
+dsv4kv_status run_insert(tmat16 *k, tcache *c, tslots *s, int threads, int64_t *skipped) {
+  dsv4kv_options opt;
+  memset(&opt, 0, sizeof(opt));
+  opt.skipped = skipped;
+  opt.num_threads = threads;
+  if (skipped) *skipped = -12345;
+  return dsv4kv_quantize_and_insert_k_cache(&k->v.t, &c->v.t, &c->desc, &s->v.t, &opt);
+}

@@ -264,6 +264,16 @@ void tmat16_make(tmat16 *m, int64_t rows, int64_t cols, int64_t row_stride);
 uint16_t *tmat16_row(tmat16 *m, int64_t r);
 void tmat16_free(tmat16 *m);
 
+/* A slot mapping in a fenced buffer, and one insert call through it
+ * (*skipped is poisoned first so a call that forgets to write it shows). */
+typedef struct {
+  fbuf fb;
+  int64_t *s;
+  tview v;
+} tslots;
+void slots_make(tslots *t, const int64_t *vals, int64_t n);
+dsv4kv_status run_insert(tmat16 *k, tcache *c, tslots *s, int threads, int64_t *skipped);
+
 /* A random bf16 row of n values.  kind: 0 realistic (normal, a few outliers),
  * 1 tiny (x1e-6), 2 huge (x1e20), 3 mixed magnitudes per 16-dim block,
  * 4 with a few specials (+-0, subnormals, exact ties, NaN, +-Inf). */
