@@ -13,14 +13,6 @@
 
 #define OUT_POISON 0xA5A5
 
-typedef struct {
-  dsv4kv_record rec;
-  int fnuz;
-} fmt_case;
-static const fmt_case kFormats[] = {{DSV4KV_RECORD_V4, 0},    {DSV4KV_RECORD_V4, 1},
-                                    {DSV4KV_RECORD_MXFP8, 0}, {DSV4KV_RECORD_MXFP8, 1},
-                                    {DSV4KV_RECORD_NVFP4, 0}};
-#define NFORMATS (sizeof(kFormats) / sizeof(kFormats[0]))
 
 /* A strided bf16 out [R_out, T_max, 512]: element (r, i, d) at
  * r*s0 + i*s1 + d.  Fenced. */
@@ -106,14 +98,6 @@ static dsv4kv_status run_gather(tout *o, tcache *c, ti32 *seq, ti32 *gl, ti32 *b
   if (skipped) *skipped = -777;
   return dsv4kv_dequantize_and_gather_k_cache(&o->v.t, &c->v.t, &c->desc, &seq->v.t,
                                               gl ? &gl->v.t : NULL, &bt->v.t, offset, &opt);
-}
-
-static const char *fmt_name(const fmt_case *f) {
-  switch (f->rec) {
-    case DSV4KV_RECORD_V4: return f->fnuz ? "V4/fnuz" : "V4";
-    case DSV4KV_RECORD_MXFP8: return f->fnuz ? "MXFP8/fnuz" : "MXFP8";
-    default: return "NVFP4";
-  }
 }
 
 /* gather_lens NULL gathers whole sequences; given, the LAST L tokens. */

@@ -335,22 +335,6 @@ static void sec3_large_page_ids_64bit_addressing(void **state) {
 }
 
 /* ===================================================== the record formats */
-typedef struct {
-  dsv4kv_record rec;
-  int fnuz;
-} fmt_case;
-static const fmt_case kFormats[] = {{DSV4KV_RECORD_V4, 0},    {DSV4KV_RECORD_V4, 1},
-                                    {DSV4KV_RECORD_MXFP8, 0}, {DSV4KV_RECORD_MXFP8, 1},
-                                    {DSV4KV_RECORD_NVFP4, 0}};
-#define NFORMATS (sizeof(kFormats) / sizeof(kFormats[0]))
-
-static const char *fmt_name(const fmt_case *f) {
-  switch (f->rec) {
-    case DSV4KV_RECORD_V4: return f->fnuz ? "V4/fnuz" : "V4";
-    case DSV4KV_RECORD_MXFP8: return f->fnuz ? "MXFP8/fnuz" : "MXFP8";
-    default: return "NVFP4";
-  }
-}
 
 /* ===================================================== §3 slot edge cases */
 static void sec3_first_and_last_slot_of_cache(void **state) {

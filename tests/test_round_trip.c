@@ -14,22 +14,6 @@
 #define POISON 0xA5
 
 
-typedef struct {
-  dsv4kv_record rec;
-  int fnuz;
-} fmt_case;
-static const fmt_case kFormats[] = {{DSV4KV_RECORD_V4, 0},    {DSV4KV_RECORD_V4, 1},
-                                    {DSV4KV_RECORD_MXFP8, 0}, {DSV4KV_RECORD_MXFP8, 1},
-                                    {DSV4KV_RECORD_NVFP4, 0}};
-#define NFORMATS (sizeof(kFormats) / sizeof(kFormats[0]))
-
-static const char *fmt_name(const fmt_case *f) {
-  switch (f->rec) {
-    case DSV4KV_RECORD_V4: return f->fnuz ? "V4/fnuz" : "V4";
-    case DSV4KV_RECORD_MXFP8: return f->fnuz ? "MXFP8/fnuz" : "MXFP8";
-    default: return "NVFP4";
-  }
-}
 
 static dsv4kv_status gather_all(tcache *c, uint16_t *out, int64_t n_tok) {
   /* one request, block table = pages in order, seq_len = n_tok */

@@ -77,3 +77,13 @@ dsv4kv_status run_insert(tmat16 *k, tcache *c, tslots *s, int threads, int64_t *
   if (skipped) *skipped = -12345;
   return dsv4kv_quantize_and_insert_k_cache(&k->v.t, &c->v.t, &c->desc, &s->v.t, &opt);
 }
+
+const fmt_case kFormats[NFORMATS] = {{DSV4KV_RECORD_V4, 0},    {DSV4KV_RECORD_V4, 1},
+                                     {DSV4KV_RECORD_MXFP8, 0}, {DSV4KV_RECORD_MXFP8, 1},
+                                     {DSV4KV_RECORD_NVFP4, 0}};
+
+const char *fmt_name(const fmt_case *f) {
+  static const char *const fnuz[] = {"V4/fnuz", "MXFP8/fnuz"};
+  if (f->fnuz && (f->rec == DSV4KV_RECORD_V4 || f->rec == DSV4KV_RECORD_MXFP8)) return fnuz[f->rec];
+  return dsv4kv_record_name(f->rec);
+}

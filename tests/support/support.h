@@ -264,6 +264,16 @@ void tmat16_make(tmat16 *m, int64_t rows, int64_t cols, int64_t row_stride);
 uint16_t *tmat16_row(tmat16 *m, int64_t r);
 void tmat16_free(tmat16 *m);
 
+/* The main-cache record formats with their fp8 flavours (NVFP4 is OCP only),
+ * for tests that run over all of them; fmt_name gives "V4/fnuz" etc. */
+typedef struct {
+  dsv4kv_record rec;
+  int fnuz;
+} fmt_case;
+#define NFORMATS 5
+extern const fmt_case kFormats[NFORMATS];
+const char *fmt_name(const fmt_case *f);
+
 /* A slot mapping in a fenced buffer, and one insert call through it
  * (*skipped is poisoned first so a call that forgets to write it shows). */
 typedef struct {
