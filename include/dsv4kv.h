@@ -486,6 +486,36 @@ DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre,
                                                int32_t compress_ratio,
                                                const dsv4kv_options *opt);
 
+/* ------------------------------------------------------------------------ */
+/* Warm-up                                                                    */
+/* ------------------------------------------------------------------------ */
+/* What a model's attention layers launch: the C form of the reference's
+ * per-layer-type warm-up rows.  SWA-only layers (compress_ratio 0) build
+ * their index lists with top-k 0; every compressed layer shares index_topk. */
+typedef struct {
+  int32_t num_layers;              /* > 0                                        */
+  const int32_t *compress_ratios;  /* [num_layers]: 0 = SWA only, else >= 1     */
+  int32_t index_topk;              /* top-k width of the compressed layers, >= 0 */
+  int32_t window_size;             /* sliding-window tokens, > 0                 */
+  dsv4kv_cache_desc k_cache;       /* the main K cache (V4, MXFP8 or NVFP4)      */
+  dsv4kv_cache_desc indexer_cache; /* the indexer's cache (INDEXER_FP8 or
+                                      INDEXER_MXFP4); read only when a layer has
+                                      compress_ratio > 0                         */
+} dsv4kv_model_desc;
+
+/* Loads every kernel the model's layers will launch on `device` (kDLCUDA:
+ * module loading, which CUDA otherwise does lazily at a kernel's first
+ * launch, so that the first serving step is fast and a CUDA-graph capture
+ * never loads a module).  Nothing is compiled: the library carries sm_90
+ * machine code (and PTX, which the driver compiles here, once, on other
+ * GPUs).  Allocates nothing.  *kernels_loaded (optional) gets the number of
+ * kernels loaded; a CPU device loads none and returns DSV4KV_OK.
+ * DSV4KV_ERR_NULL / _VALUE / _FORMAT for a bad description,
+ * DSV4KV_ERR_BACKEND_NOT_BUILT for kDLCUDA without the CUDA backend,
+ * DSV4KV_ERR_DEVICE for another device type, DSV4KV_ERR_BACKEND when CUDA
+ * fails.  Call it once per device, before serving or capturing. */
+DSV4KV_API dsv4kv_status dsv4kv_warmup(const dsv4kv_model_desc *model, DLDevice device, int32_t *kernels_loaded);
+
 /* ======================================================================== */
 /* ADVANCED.  Below this line: helpers for tests, tools and bindings.  They   */
 /* follow the same rules but may change between minor versions.             */

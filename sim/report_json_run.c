@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "device.h"
 #include "report.h"
 
 static const char *op_key(sim_op op) {
@@ -47,8 +48,13 @@ static void json_config(cJSON *root, const sim_ctx *c) {
   cJSON_AddNumberToObject(cfg, "max_batched_tokens", c->cfg.max_batched_tokens);
   cJSON_AddNumberToObject(cfg, "max_num_seqs", c->cfg.max_num_seqs);
   cJSON_AddNumberToObject(cfg, "seed", (double)c->cfg.seed);
-  cJSON_AddStringToObject(cfg, "device", "cpu");
   cJSON_AddNumberToObject(cfg, "threads", c->cfg.threads);
+  cJSON_AddStringToObject(cfg, "device", c->cfg.device_cuda ? "cuda" : "cpu");
+  if (c->cfg.device_cuda) {
+    char dev[256];
+    sim_dev_describe(dev, sizeof dev);
+    cJSON_AddStringToObject(cfg, "device_name", dev);
+  }
   cJSON_AddStringToObject(cfg, "pool_sized_by", c->pool_from ? c->pool_from : "auto");
   if (c->cfg.kv_cache_bytes > 0)
     cJSON_AddNumberToObject(cfg, "kv_cache_memory_bytes", (double)c->cfg.kv_cache_bytes);

@@ -1,6 +1,7 @@
 /* The text report of a run and its --quiet one-line summary (see report.h). */
 #include <stdio.h>
 
+#include "device.h"
 #include "report.h"
 #include "run.h"
 
@@ -176,7 +177,14 @@ static void text_ops(FILE *f, const sim_ctx *c) {
   else
     snprintf(thr, sizeof thr, "--threads 0: %d threads for large calls, 1 for small ones",
              t.large_calls);
-  fprintf(f, "time per op (one layer of each kind; CPU, %s)\n", thr);
+  if (c->cfg.device_cuda) {
+    char dev[256];
+    sim_dev_describe(dev, sizeof dev);
+    fprintf(f, "time per op (one layer of each kind; CUDA: %s; GPU time of each call by CUDA events, "
+               "copies to and from the host not included)\n", dev);
+  } else {
+    fprintf(f, "time per op (one layer of each kind; CPU, %s)\n", thr);
+  }
   fprintf(f,
           "  tokens: compressed entries for the compressed-cache ops; GB/s: bytes read + "
           "written per second\n");

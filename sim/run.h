@@ -14,9 +14,6 @@
 sim_ctx *sim_run_one(const sim_config *cfg, int index, int count);
 void sim_ctx_free(sim_ctx *c);
 
-/* --device cuda: asks the library and explains; returns SIM_EXIT_CANNOT_RUN. */
-int sim_probe_cuda(void);
-
 /* Library threads per call, as the CPU backend picks them for this config
  * (OpenMP's limits and the processors this process may run on). */
 typedef struct {

@@ -20,6 +20,7 @@
 
 #include "plot.h"
 #include "report.h"
+#include "device.h"
 #include "run.h"
 
 typedef struct {
@@ -108,9 +109,9 @@ static int finish_outputs(const sim_config *cfg, outputs *o, sim_ctx **runs, int
 }
 
 int sim_run(const sim_config *cfg) {
-  if (cfg->device_cuda)
-    return sim_probe_cuda();
   if (sim_config_check(cfg))
+    return SIM_EXIT_CANNOT_RUN;
+  if (cfg->device_cuda && sim_dev_open())
     return SIM_EXIT_CANNOT_RUN;
   outputs o;
   if (open_outputs(cfg, &o)) {
@@ -141,5 +142,6 @@ int sim_run(const sim_config *cfg) {
   close_outputs(&o, plotted, cfg->plot_path);
   for (int i = 0; i < n; i++)
     sim_ctx_free(runs[i]);
+  sim_dev_close();
   return rc;
 }

@@ -19,6 +19,7 @@
 #include "rng.h"
 #include "run.h"
 #include "trace.h"
+#include "device.h"
 
 /* Pool size when --num-blocks is not given: twice the largest request, and at
  * least this many tokens, but no more than the whole workload. */
@@ -26,34 +27,6 @@
 /* Rows of each key table (power of two). */
 #define SIM_KEY_TABLE_ROWS 1024
 #define SIM_RMS_EPS 1e-6f
-
-/* --device cuda: ask the library with an empty insert on a CUDA tensor.  No
- * element is addressed (T = 0), so a backend that exists touches nothing. */
-int sim_probe_cuda(void) {
-  static uint16_t k_dummy[512];
-  static uint8_t cache_dummy[64 * 584];
-  static int64_t slot_dummy[1];
-  sim_tensor tk, tc, ts;
-  const DLTensor *k = sim_t2(&tk, k_dummy, sim_dt_bf16, 0, 512);
-  const DLTensor *kc = sim_t2(&tc, cache_dummy, sim_dt_u8, 1, 64 * 584);
-  const DLTensor *sl = sim_t1(&ts, slot_dummy, sim_dt_i64, 0);
-  tk.t.device.device_type = tc.t.device.device_type = ts.t.device.device_type = kDLCUDA;
-  dsv4kv_cache_desc d = {DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0};
-  dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(k, kc, &d, sl, NULL);
-  if (st == DSV4KV_ERR_BACKEND_NOT_BUILT) {
-    fprintf(stderr,
-            "dsv4kv run: --device cuda: this build has no CUDA backend (libdsv4kv %d.%d.%d runs "
-            "on the CPU only); run with --device cpu.\n",
-            DSV4KV_VERSION_MAJOR, DSV4KV_VERSION_MINOR, DSV4KV_VERSION_PATCH);
-  } else {
-    fprintf(stderr,
-            "dsv4kv run: --device cuda: the library answered %s%s%s, but the simulator keeps its "
-            "caches in host memory and cannot drive a CUDA device; run with --device cpu.\n",
-            dsv4kv_status_string(st), st == DSV4KV_OK ? "" : ": ",
-            st == DSV4KV_OK ? "" : dsv4kv_last_error());
-  }
-  return SIM_EXIT_CANNOT_RUN;
-}
 
 static int load_workload(sim_ctx *c) {
   char err[1024];
@@ -237,6 +210,16 @@ static int setup_caches(sim_ctx *c) {
       c->cos_sin[p * 64 + 32 + j] = (float)sin((double)p * inv);
     }
   }
+  /* --device cuda: the caches' device copies, and the RoPE table's (constant) */
+  if (sim_dev_cache(c->cos_sin, (size_t)c->cos_sin_rows * 64 * sizeof(float)))
+    return -1;
+  for (int i = 0; i < c->nkinds; i++) {
+    sim_kind_state *ks = &c->kinds[i];
+    if (sim_dev_cache(ks->swa, (size_t)(c->alloc_pages * ks->swa_page_bytes)) ||
+        sim_dev_cache(ks->comp, (size_t)(c->alloc_pages * ks->comp_page_bytes)) ||
+        sim_dev_cache(ks->idx, (size_t)(c->alloc_pages * ks->idx_page_bytes)))
+      return -1;
+  }
   sim_rng rng = sim_rng_make(sim_hash2(c->cfg.seed, 0x726d73u));
   for (int d = 0; d < 128; d++)
     c->rms_weight[d] = (float)(1.0 + 0.1 * sim_rng_normal(&rng));
@@ -259,6 +242,8 @@ static void free_caches(sim_ctx *c) {
     free(ks->swa);
     free(ks->comp);
     free(ks->idx);
+    if (i == 0)
+      sim_dev_drop_caches();
     ks->swa = ks->comp = ks->idx = NULL;
     sim_keytable_free(&ks->tok_keys);
     sim_keytable_free(&ks->comp_keys);

@@ -153,6 +153,16 @@ static inline void sim_op_time(sim_kind_state *ks, sim_op op, double t0, int64_t
   s->bytes += bytes;
 }
 
+/* Adds a call that took `seconds` (GPU time, --device cuda) to op's statistics. */
+static inline void sim_op_seconds(sim_kind_state *ks, sim_op op, double seconds, int64_t rows,
+                                  int64_t bytes) {
+  sim_opstat *s = &ks->ops[op];
+  s->seconds += seconds;
+  s->calls++;
+  s->rows += rows;
+  s->bytes += bytes;
+}
+
 /* Top-k entries a token at `pos` uses: min((pos + 1) / ratio, topk), 0 on an
  * SWA-only layer. */
 static inline int32_t sim_topk_len(const sim_kstep *k, int32_t pos) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "rng.h"
+#include "device.h"
 #include "step.h"
 
 /* Does `slot` of a cache with `unit` slots per page address one of request
@@ -113,6 +114,11 @@ void sim_check_indexer(sim_kstep *k) {
                         ref, tol);
   int64_t page = k->cslot[g] / ks->cbs, slot_in = k->cslot[g] % ks->cbs;
   const uint8_t *base = ks->idx + page * ks->idx_page_bytes;
+  if (sim_dev_on() && sim_dev_fetch(base, (size_t)ks->idx_page_bytes)) { /* the page's device bytes */
+    sim_fail(&c->verdict, SIM_FAIL_STATUS, "--device cuda: reading back an indexer cache page: %s",
+             sim_dev_message()[0] ? sim_dev_message() : "copy failed");
+    return;
+  }
   int32_t vbytes = ks->idx_desc.record == DSV4KV_RECORD_INDEXER_FP8 ? 128 : 64;
   int bad =
       sim_check_indexer_record(ks->idx_desc.record, base + slot_in * vbytes,

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "device.h"
 #include "step.h"
 
 /* Options of one call doing about `work` element operations.  With --threads
@@ -43,12 +44,20 @@ static dsv4kv_options opts(const sim_ctx *c, int64_t *skipped, int64_t work) {
  * error (dsv4kv_is_error) stops the run (c->fatal).  A call that completed
  * with a warning fails the verification and the run goes on: the run requires
  * zero skipped entries (and the warnings are not expected at all). */
+/* The message of a call's outcome: on the device, a warning's comes from its
+ * report (device.c), an error's from the library. */
+static const char *call_message(dsv4kv_status st) {
+  if (sim_dev_on() && sim_dev_message()[0] && (st == DSV4KV_ERR_BACKEND || !dsv4kv_is_error(st)))
+    return sim_dev_message();
+  return dsv4kv_last_error();
+}
+
 static int lib_ok(sim_kstep *k, dsv4kv_status st, int64_t skipped, const char *what) {
   sim_ctx *c = k->c;
   c->lib_skipped += skipped;
   if (dsv4kv_is_error(st)) {
     snprintf(c->fatal_msg, sizeof c->fatal_msg, "%s (%s layer, step %lld) returned %s: %s", what,
-             k->ks->k->label, (long long)c->step, dsv4kv_status_string(st), dsv4kv_last_error());
+             k->ks->k->label, (long long)c->step, dsv4kv_status_string(st), call_message(st));
     sim_fail(&c->verdict, SIM_FAIL_STATUS, "%s", c->fatal_msg);
     c->fatal = 1;
     return 0;
@@ -58,10 +67,10 @@ static int lib_ok(sim_kstep *k, dsv4kv_status st, int64_t skipped, const char *w
   if (skipped > 0 || st == DSV4KV_WARN_SKIPPED)
     sim_fail(&c->verdict, SIM_FAIL_SKIPPED,
              "%s (%s layer, step %lld): %lld entries skipped as out of range: %s", what,
-             k->ks->k->label, (long long)c->step, (long long)skipped, dsv4kv_last_error());
+             k->ks->k->label, (long long)c->step, (long long)skipped, call_message(st));
   else /* another warning (DSV4KV_WARN_NONFINITE), which no call here asks for */
     sim_fail(&c->verdict, SIM_FAIL_STATUS, "%s (%s layer, step %lld) returned %s: %s", what,
-             k->ks->k->label, (long long)c->step, dsv4kv_status_string(st), dsv4kv_last_error());
+             k->ks->k->label, (long long)c->step, dsv4kv_status_string(st), call_message(st));
   return 0;
 }
 
@@ -477,8 +486,16 @@ int sim_ops_run(sim_kstep *k, sim_scope scope) {
       continue;
     dsv4kv_options o = opts(c, &skipped, work);
     double t0 = sim_now();
-    dsv4kv_status st = op->call(k, op->comp, &o);
-    sim_op_time(k->ks, op->op, t0, rows, 0);
+    dsv4kv_status st;
+    if (sim_dev_on()) { /* GPU time by CUDA events, staging outside it */
+      double gpu_seconds;
+      sim_dev_call_begin(&o);
+      st = sim_dev_call_end(op->call(k, op->comp, &o), &skipped, &gpu_seconds);
+      sim_op_seconds(k->ks, op->op, gpu_seconds, rows, 0);
+    } else {
+      st = op->call(k, op->comp, &o);
+      sim_op_time(k->ks, op->op, t0, rows, 0);
+    }
     k->ks->ops[op->op].bytes += op->bytes(k, op->comp, rows);
     if (!lib_ok(k, st, skipped, op->what) && c->fatal)
       return -1;
@@ -508,7 +525,15 @@ int sim_ops_decode_gather(sim_kstep *k, int comp) {
   const DLTensor *bt = sim_t2(&tbt, p->bt + (size_t)d->i * p->bt_width, sim_dt_i32, 1, p->bt_width);
   int64_t skipped;
   dsv4kv_options o = opts(c, &skipped, 0);
-  dsv4kv_status st = gather(k, comp, d->out, 1, 4, d->sl, d->gl, bt, 0, &o);
+  dsv4kv_status st;
+  if (sim_dev_on()) {
+    double gpu_seconds;
+    sim_dev_call_begin(&o);
+    bt = sim_t2(&tbt, p->bt + (size_t)d->i * p->bt_width, sim_dt_i32, 1, p->bt_width); /* staged now */
+    st = sim_dev_call_end(gather(k, comp, d->out, 1, 4, d->sl, d->gl, bt, 0, &o), &skipped, &gpu_seconds);
+  } else {
+    st = gather(k, comp, d->out, 1, 4, d->sl, d->gl, bt, 0, &o);
+  }
   if (!lib_ok(k, st, skipped,
               comp ? "dequantize_and_gather_k_cache (decode check, compressed cache)"
                    : "dequantize_and_gather_k_cache (decode check, SWA cache)") &&

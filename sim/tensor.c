@@ -3,6 +3,8 @@
 
 #include "tensor.h"
 
+#include "device.h"
+
 #include <time.h>
 
 #include <stdlib.h>
@@ -19,6 +21,12 @@ static const DLTensor *view(sim_tensor *s, void *data, DLDataType dt, int ndim) 
   s->t.data = data;
   s->t.device.device_type = kDLCPU;
   s->t.device.device_id = 0;
+  if (sim_dev_on()) { /* --device cuda: the device copy (device.h) */
+    size_t n = (dt.bits + 7) / 8;
+    for (int d = 0; d < ndim; d++) n *= (size_t)s->shape[d];
+    s->t.data = sim_dev_map(data, n);
+    s->t.device.device_type = kDLCUDA;
+  }
   s->t.ndim = ndim;
   s->t.dtype = dt;
   s->t.shape = s->shape;

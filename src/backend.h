@@ -104,6 +104,10 @@ typedef struct backend_ops {
  * not built. */
 extern const backend_ops cpu_backend;
 const backend_ops *cuda_backend_if_built(void);
+/* dsv4kv_warmup on a CUDA device (src/cuda/backend_cuda.cu): loads the
+ * kernels of every op (the indexer's only when `indexer`); *kernels gets how
+ * many.  A stub answering DSV4KV_ERR_BACKEND_NOT_BUILT without the backend. */
+dsv4kv_status cuda_warmup(int device_id, int indexer, int32_t *kernels);
 
 /* The one tail of every entry point (src/ops/dispatch.c): checks that the
  * views (NULL entries: absent optional tensors) are on one device, picks

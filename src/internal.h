@@ -84,6 +84,11 @@ typedef struct {
 #define MAIN_CACHE_RECORDS (1u << DSV4KV_RECORD_V4 | 1u << DSV4KV_RECORD_MXFP8 | 1u << DSV4KV_RECORD_NVFP4)
 #define INDEXER_CACHE_RECORDS (1u << DSV4KV_RECORD_INDEXER_FP8 | 1u << DSV4KV_RECORD_INDEXER_MXFP4)
 
+/* Checks a cache description alone (named `name` in messages) for an op
+ * accepting the records in `allowed_mask`; fills *layout. */
+dsv4kv_status cache_desc_check(const dsv4kv_cache_desc *desc, const char *name, unsigned allowed_mask,
+                               record_layout *layout);
+
 /* Validates k_cache (uint8, 2-D [pages, page_bytes] or 3-D [pages, bs, rec])
  * against `desc` for an op accepting the records in `allowed_mask`
  * (bit = 1 << record). */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dsv4kv.h"
+#include "formats/hd.h"
 
 /* dsv4kv_report.op: which entry point wrote the report. */
 typedef enum {
@@ -51,7 +52,7 @@ typedef enum {
  * 2^bits - 1; unsigned arithmetic, so no overflow whatever the values.  The
  * report keeps the entry with the lowest key, so the message names the same
  * entry whatever the thread count or the GPU's schedule. */
-static inline int64_t skip_key(int64_t major, int64_t minor, int bits) {
+static DSV4KV_HD int64_t skip_key(int64_t major, int64_t minor, int bits) {
   uint64_t lim = ((uint64_t)1 << bits) - 1, lim_major = ((uint64_t)1 << (63 - bits)) - 1;
   uint64_t m = minor < 0 ? 0 : (uint64_t)minor > lim ? lim : (uint64_t)minor;
   uint64_t M = major < 0 ? 0 : (uint64_t)major > lim_major ? lim_major : (uint64_t)major;

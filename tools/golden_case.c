@@ -44,11 +44,8 @@ int gc_fail(golden_case *c, const char *fmt, ...) {
   return -1;
 }
 
-/* The buffers are host memory whatever `device` says.  With --device cuda that
- * is only sound while the library has no CUDA backend (it answers
- * DSV4KV_ERR_BACKEND_NOT_BUILT from the tensors' device before touching any
- * data); a CUDA build needs this harness to stage every buffer in device
- * memory (and copy outputs back) before such a run can mean anything. */
+/* The buffers are host memory; with --device cuda, gc_device_begin / _end
+ * (golden_device.c) stage them in device memory around each call. */
 void gc_init(golden_case *c, const st_file *st, DLDeviceType device) {
   memset(c, 0, sizeof *c);
   c->st = st;
@@ -456,6 +453,7 @@ int gc_status(golden_case *c, const char *call, dsv4kv_status st) {
   const char *name = dsv4kv_status_string(st);
   int name_len = (int)strcspn(name, ":"); /* "DSV4KV_WARN_SKIPPED" of "...: text" */
   if (dsv4kv_is_error(st)) return gc_fail(c, "%s returned %s: %s", call, name, why);
+  if (c->dev_msg[0]) why = c->dev_msg; /* a device call's warning comes from its report */
   /* A warning: the call completed every valid entry (e.g. slots below -1,
    * which the reference skips too), so the expected bytes decide.  It is
    * kept in c->msg, where golden_verify_file hands it to the PASS line (or

@@ -40,6 +40,7 @@ typedef struct gc_buf {
   const char *name;            /* tensor name (file's, or the output's)        */
   st_dtype dtype;
   void *data;
+  void *dev;                   /* --device cuda: its device copy during a call */
   size_t nbytes;
   const st_tensor *src;        /* file tensor this is a copy of, or NULL       */
   int written;                 /* the op may write it (skip the input check)   */
@@ -70,6 +71,10 @@ typedef struct {
   int dry_run;
   size_t alloc_bytes;          /* what the case's buffers take so far          */
   size_t alloc_cap;            /* what this file may make it take              */
+  /* --device cuda (golden_device.c): the call's report in device memory, and
+   * the message of a warning it carried. */
+  void *dev_report;
+  char dev_msg[768];
 } golden_case;
 
 /* What one case may allocate: its copies of the file's tensors, its new
@@ -84,6 +89,15 @@ typedef struct {
 enum { GC_OPTIONAL = 0, GC_REQUIRED = 1 };
 
 void gc_init(golden_case *c, const st_file *st, DLDeviceType device);
+
+/* Around each library call of a case (golden_device.c).  On a CPU device they
+ * do nothing.  On CUDA, begin copies every buffer of the case to device
+ * memory and points its tensor there (options get a device report and the
+ * tools' stream); end waits for the stream, copies every buffer back, points
+ * the tensors home again and returns the status a synchronous call would
+ * have returned (the report's warning, its message in c->dev_msg). */
+int gc_device_begin(golden_case *c);
+dsv4kv_status gc_device_end(golden_case *c, dsv4kv_status st);
 void gc_free(golden_case *c);
 
 /* Validates `st` as golden_verify_file would run it (op known, metadata

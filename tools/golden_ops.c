@@ -21,11 +21,18 @@ static double now_seconds(void) {
 }
 
 /* Runs `call` (an assignment to a status) and charges its time to the case. */
-#define TIMED(c, call)                         \
-  do {                                         \
-    double t0_ = now_seconds();                \
-    call;                                      \
-    (c)->call_seconds += now_seconds() - t0_;  \
+/* One library call `st = ...` of a case, timed; on a device, staged there
+ * and back around it (golden_device.c). */
+#define TIMED(c, st, call)                                 \
+  do {                                                     \
+    if (gc_device_begin(c)) {                              \
+      (st) = DSV4KV_ERR_BACKEND;                           \
+      break;                                               \
+    }                                                      \
+    double t0_ = now_seconds();                            \
+    (st) = (call);                                         \
+    (st) = gc_device_end((c), (st));                       \
+    (c)->call_seconds += now_seconds() - t0_;              \
   } while (0)
 
 /* ------------------------------------------------------------------------ */
@@ -100,7 +107,7 @@ static int run_insert(golden_case *c) {
   if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_insert call = {k, &cache->t, &desc, slots};
   dsv4kv_status st;
-  TIMED(c, st = opcall_insert_run(&call, &c->opt));
+  TIMED(c, st, opcall_insert_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_quantize_and_insert_k_cache", st)) return -1;
   return gc_compare_cache(c, cache);
 }
@@ -122,7 +129,7 @@ static int run_gather(golden_case *c) {
   if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_gather call = {&out->t, &cache->t, &desc, seq_lens, gather_lens, block_table, offset};
   dsv4kv_status st;
-  TIMED(c, st = opcall_gather_run(&call, &c->opt));
+  TIMED(c, st, opcall_gather_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_dequantize_and_gather_k_cache", st)) return -1;
   gc_compare(c, out, "expected.out");
   gc_compare_cache(c, cache); /* sparse: listed blocks unchanged, nothing else written */
@@ -146,7 +153,7 @@ static int run_global_topk(golden_case *c) {
   if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_global_topk call = {topk, token_to_req, block_table, block_size, valid, &global->t, &lens->t};
   dsv4kv_status st;
-  TIMED(c, st = opcall_global_topk_run(&call, &c->opt));
+  TIMED(c, st, opcall_global_topk_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_compute_global_topk_indices_and_lens", st)) return -1;
   gc_compare(c, global, "expected.global_topk_indices");
   gc_compare(c, lens, "expected.topk_lens");
@@ -165,7 +172,7 @@ static int run_combine_alloc(golden_case *c, const opcall_combine *given) {
   a.alloc = 1;
   a.combined = a.lens = NULL;
   dsv4kv_status st;
-  TIMED(c, st = opcall_combine_run(&a, &c->opt));
+  TIMED(c, st, opcall_combine_run(&a, &c->opt));
   if (!gc_status(c, "dsv4kv_combine_topk_swa_indices_alloc", st)) {
     gc_compare_dl(c, "combined_indices (alloc path)", &a.combined_alloc->dl_tensor,
                   "expected.combined_indices");
@@ -227,7 +234,7 @@ static int run_combine(golden_case *c) {
   a.combined = &combined->t;
   a.lens = &lens->t;
   dsv4kv_status st;
-  TIMED(c, st = opcall_combine_run(&a, &c->opt));
+  TIMED(c, st, opcall_combine_run(&a, &c->opt));
   if (gc_status(c, "dsv4kv_combine_topk_swa_indices", st)) return -1;
   gc_compare(c, combined, "expected.combined_indices");
   gc_compare(c, lens, "expected.combined_lens");
@@ -284,7 +291,7 @@ static int run_flashinfer(golden_case *c) {
   if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_flashinfer call = {&a, &indices->t, &lens->t};
   dsv4kv_status st;
-  TIMED(c, st = opcall_flashinfer_run(&call, &c->opt));
+  TIMED(c, st, opcall_flashinfer_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_build_flashinfer_mixed_sparse_indices", st)) return -1;
   gc_compare(c, indices, "expected.sparse_indices");
   gc_compare(c, lens, "expected.sparse_topk_lens");
@@ -333,7 +340,7 @@ static int run_indexer(golden_case *c) {
   if (c->failed || c->dry_run) return c->failed ? -1 : 0;
   opcall_indexer call = {k_pre, positions, cos_sin, weight, (float)eps, &cache->t, &desc, slots, ratio};
   dsv4kv_status st;
-  TIMED(c, st = opcall_indexer_run(&call, &c->opt));
+  TIMED(c, st, opcall_indexer_run(&call, &c->opt));
   if (gc_status(c, "dsv4kv_indexer_k_norm_rope_store", st)) return -1;
   return gc_compare_cache(c, cache);
 }

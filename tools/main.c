@@ -24,8 +24,8 @@ static void usage_version(FILE *f) {
           "usage: dsv4kv version   (also dsv4kv --version, dsv4kv -V)\n"
           "\n"
           "Prints the version of the library actually loaded (dsv4kv_version()), the git\n"
-          "commit the build was configured at when known, and the header's version when\n"
-          "it differs from the library's.\n");
+          "commit the build was configured at when known, the header's version when\n"
+          "it differs from the library's, and the backends that can run here.\n");
 }
 
 const char *cli_git_commit(void) {
@@ -57,7 +57,7 @@ static int print_version(int argc, char **argv) {
     printf(" (commit %s)", cli_git_commit());
   if (strcmp(lib, header) != 0)
     printf(" (built against header %s)", header);
-  printf("\n");
+  printf("\nbackends: cpu%s\n", dsv4kv_backend_available(kDLCUDA) ? ", cuda" : " (cuda: not built, or no device visible)");
   return 0;
 }
 

@@ -163,6 +163,15 @@ static DSV4KV_HD float indexer_sum_squares_ref(const float *x) {
   return v[0];
 }
 
+/* rstd from the row's sum of squares (the step both indexer_rstd_ref and the
+ * GPU's warp reduction end with). */
+static DSV4KV_HD float indexer_rstd_of_sum(float sum, float eps, int *nonfinite) {
+  float var = sum / (float)INDEXER_DIM;
+  float rstd = (float)(1.0 / sqrt((double)(var + eps)));
+  *nonfinite = !isfinite(var) || !isfinite(rstd);
+  return rstd;
+}
+
 /* RMSNorm's factor of one 128-dim bf16 row: rstd = 1 / sqrt(mean(x^2) + eps),
  * correctly rounded (NUMERICS §10).  *nonfinite = 1 when the mean of squares
  * or rstd is not finite (an overflowing sum, or 0 / 0 with eps 0): the stored
@@ -170,10 +179,16 @@ static DSV4KV_HD float indexer_sum_squares_ref(const float *x) {
 static DSV4KV_HD float indexer_rstd_ref(const uint16_t *k, float eps, int *nonfinite) {
   float x[INDEXER_DIM];
   for (int d = 0; d < INDEXER_DIM; d++) x[d] = bf16_to_f32(k[d]);
-  float var = indexer_sum_squares_ref(x) / (float)INDEXER_DIM;
-  float rstd = (float)(1.0 / sqrt((double)(var + eps)));
-  *nonfinite = !isfinite(var) || !isfinite(rstd);
-  return rstd;
+  return indexer_rstd_of_sum(indexer_sum_squares_ref(x), eps, nonfinite);
+}
+
+/* One rotated pair (dims 2i, 2i+1) of indexer_norm_rope_ref. */
+static DSV4KV_HD void indexer_norm_rope_pair(uint16_t k0, uint16_t k1, float w0, float w1, float c, float s,
+                                             float rstd, float *r) {
+  float e = bf16_to_f32(f32_to_bf16((bf16_to_f32(k0) * rstd) * w0));
+  float o = bf16_to_f32(f32_to_bf16((bf16_to_f32(k1) * rstd) * w1));
+  r[0] = bf16_to_f32(f32_to_bf16(fmaf(e, c, -(o * s))));
+  r[1] = bf16_to_f32(f32_to_bf16(fmaf(o, c, e * s)));
 }
 
 /* RMSNorm (with rstd from indexer_rstd_ref) then GPT-J RoPE of one 128-dim
@@ -183,8 +198,6 @@ static DSV4KV_HD float indexer_rstd_ref(const uint16_t *k, float eps, int *nonfi
  * identity: -0 can become +0). */
 static DSV4KV_HD void indexer_norm_rope_ref(const uint16_t *k, const float *weight, const float *cos_sin,
                                             float rstd, float *r) {
-  float x[INDEXER_DIM];
-  for (int d = 0; d < INDEXER_DIM; d++) x[d] = bf16_to_f32(f32_to_bf16((bf16_to_f32(k[d]) * rstd) * weight[d]));
   for (int i = 0; i < INDEXER_DIM / 2; i++) {
     float c = 1.0f, s = 0.0f;
     if (i >= INDEXER_ROPE_FROM / 2) {
@@ -192,10 +205,31 @@ static DSV4KV_HD void indexer_norm_rope_ref(const uint16_t *k, const float *weig
       c = cos_sin[j];
       s = cos_sin[32 + j];
     }
-    float e = x[2 * i], o = x[2 * i + 1];
-    r[2 * i] = bf16_to_f32(f32_to_bf16(fmaf(e, c, -(o * s))));
-    r[2 * i + 1] = bf16_to_f32(f32_to_bf16(fmaf(o, c, e * s)));
+    indexer_norm_rope_pair(k[2 * i], k[2 * i + 1], weight[2 * i], weight[2 * i + 1], c, s, rstd, r + 2 * i);
   }
+}
+
+/* Indexer FP8 scale of a row's NaN-ignoring amax (before the floor): the
+ * fp32 scale 2^e in *scale, its UE8M0 byte in *ue; returns 2^-e. */
+static DSV4KV_HD float indexer_fp8_scale_ref(float amax, int fnuz, float *scale, uint8_t *ue) {
+  amax = max_ignore_nan(amax, AMAX_FLOOR);
+  int e;
+  float inv;
+  *ue = ue8m0_block_scale(amax, fp8_quant_max(fnuz), &e, &inv);
+  *scale = isinf(amax) ? f32_from_bits(0x7F800000u) : pow2f(e);
+  return inv;
+}
+
+/* Indexer MXFP4 scale byte of one 32-value block's NaN-ignoring amax (before
+ * the floor); 2^-l in *inv. */
+static DSV4KV_HD uint8_t mxfp4_block_scale_ref(float amax, float *inv) {
+  amax = max_ignore_nan(amax, MXFP4_AMAX_FLOOR);
+  int l = isinf(amax) ? 127 : ceil_log2_ratio(amax, (double)E2M1_MAX);
+  if (l < -127) l = -127;
+  if (l > 127) l = 127;
+  /* exp2 flushes 2^-127 to zero (ex2.approx.ftz): l = 127 gives inv = 0. */
+  *inv = l == 127 ? 0.0f : pow2f(-l);
+  return (uint8_t)(l + 127);
 }
 
 /* Indexer FP8 of r[128]: codes[128], the fp32 scale 2^e and its UE8M0 byte. */
@@ -203,11 +237,7 @@ static DSV4KV_HD void indexer_fp8_quant_ref(const float *r, int fnuz, uint8_t *c
                                             uint8_t *ue) {
   float amax = 0.0f;
   for (int d = 0; d < INDEXER_DIM; d++) amax = max_ignore_nan(amax, fabsf(r[d]));
-  amax = max_ignore_nan(amax, AMAX_FLOOR);
-  int e;
-  float inv;
-  *ue = ue8m0_block_scale(amax, fp8_quant_max(fnuz), &e, &inv);
-  *scale = isinf(amax) ? f32_from_bits(0x7F800000u) : pow2f(e);
+  const float inv = indexer_fp8_scale_ref(amax, fnuz, scale, ue);
   for (int d = 0; d < INDEXER_DIM; d++) codes[d] = fp8_quant_code(r[d] * inv, fnuz);
 }
 
@@ -215,19 +245,13 @@ static DSV4KV_HD void indexer_fp8_quant_ref(const float *r, int fnuz, uint8_t *c
 static DSV4KV_HD void indexer_mxfp4_quant_ref(const float *r, uint8_t *packed, uint8_t *scales) {
   for (int b = 0; b < INDEXER_MXFP4_NUM_SCALES; b++) {
     const float *x = r + b * INDEXER_MXFP4_BLOCK;
-    float amax = 0.0f;
+    float amax = 0.0f, inv;
     for (int i = 0; i < INDEXER_MXFP4_BLOCK; i++) amax = max_ignore_nan(amax, fabsf(x[i]));
-    amax = max_ignore_nan(amax, MXFP4_AMAX_FLOOR);
-    int l = isinf(amax) ? 127 : ceil_log2_ratio(amax, (double)E2M1_MAX);
-    if (l < -127) l = -127;
-    if (l > 127) l = 127;
-    /* exp2 flushes 2^-127 to zero (ex2.approx.ftz): l = 127 gives inv = 0. */
-    float inv = l == 127 ? 0.0f : pow2f(-l);
+    scales[b] = mxfp4_block_scale_ref(amax, &inv);
     for (int i = 0; i < INDEXER_MXFP4_BLOCK; i += 2) {
       uint8_t lo = e2m1_encode(x[i] * inv), hi = e2m1_encode(x[i + 1] * inv);
       packed[(b * INDEXER_MXFP4_BLOCK + i) / 2] = (uint8_t)(hi << 4 | lo);
     }
-    scales[b] = (uint8_t)(l + 127);
   }
 }
 

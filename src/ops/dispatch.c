@@ -127,4 +127,9 @@ int dsv4kv_backend_available(DLDeviceType device_type) {
 
 #ifndef DSV4KV_WITH_CUDA
 const backend_ops *cuda_backend_if_built(void) { return NULL; }
+dsv4kv_status cuda_warmup(int device_id, int indexer, int32_t *kernels) {
+  (void)indexer;
+  if (kernels) *kernels = 0;
+  return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT, "CUDA device %d: this build has no CUDA backend", device_id);
+}
 #endif

@@ -36,7 +36,8 @@ case $target in
 safetensors)
   # The library is only linked (golden_check_file runs no op): the CMake build's.
   src="$root/tests/fuzz/fuzz_safetensors.c $root/tools/safetensors.c $root/tools/golden_case.c
-    $root/tools/golden_compare.c $root/tools/golden_ops.c $root/tools/opcall.c"
+    $root/tools/golden_compare.c $root/tools/golden_ops.c $root/tools/golden_device.c $root/tools/devmem.c
+    $root/tools/opcall.c"
   extra="-I$root/tools -I$root/include -I$build/include -L$build -ldsv4kv -Wl,-rpath,$build" ;;
 trace)
   src="$root/tests/fuzz/fuzz_trace.c $root/sim/trace.c $root/sim/workload.c"

@@ -1,7 +1,7 @@
 /*
  * ops_main.c - runs every case of the registry on one backend.
  *
- *   ops_registry [--backend scalar|paths|cuda] [--filter TEXT] [--verbose]
+ *   ops_registry [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--verbose]
  *   ops_registry --list          each case's op, bytes moved (for benchmarks) and seed
  *
  * scalar: the scalar CPU path at 1 thread against the reference (bytes of
@@ -14,6 +14,10 @@
  *         without a CUDA backend or device table.
  * A new CPU path needs nothing here: `paths` runs whatever the library
  * lists.  A new device kind: an ops_device table and a --backend name.
+ *
+ * --rounds N runs every case N times, round 0 with the case's own seed and
+ * round k > 0 with a seed drawn from S (default: the time) and k, so the
+ * generators draw fresh shapes and values each round (the line names the seed).
  *
  * One line per case per path ("name path: ok"), then "N passed, N failed,
  * N skipped".  Exit 0 when nothing failed.
@@ -225,6 +229,13 @@ static void report_line(tally *t, const ops_case *c, const char *path, int fail,
   else t->passed++;
 }
 
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 static ops_inst *build(const ops_case *c, int with_ref) {
   ops_inst *in = calloc(1, sizeof *in);
   if (!in) abort();
@@ -318,15 +329,19 @@ static void list_cases(const ops_list *l, const char *filter) {
 
 int main(int argc, char **argv) {
   const char *backend = "scalar", *filter = NULL;
-  int list = 0;
+  int list = 0, rounds = 1;
+  uint64_t seed = (uint64_t)time(NULL);
   tally t = {0, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
     else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
     else if (!strcmp(argv[i], "--list")) list = 1;
+    else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) t.verbose = 1;
     else {
-      fprintf(stderr, "usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--verbose] | --list\n", argv[0]);
+      fprintf(stderr, "usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--verbose] | --list\n",
+              argv[0]);
       return 2;
     }
   }
@@ -345,7 +360,7 @@ int main(int argc, char **argv) {
     dev = ops_cuda_device();
     if (!dsv4kv_backend_available(kDLCUDA) || !dev) {
       printf("no CUDA backend (%s) here: skipped\n",
-             dev ? "not built or no device" : "no device table in this test build");
+             dev ? "not built or no device" : "no CUDA device visible, or no device table in this test build");
       free(l.v);
       return 77;
     }
@@ -356,14 +371,25 @@ int main(int argc, char **argv) {
   }
   select_path(dsv4kv_cpu_path_name(0)); /* the baseline of every mode */
   clock_t t0 = clock();
-  for (int i = 0; i < l.n; i++) {
-    if (filter && !strstr(l.v[i].name, filter)) continue;
-    if (dev) case_device(&l.v[i], dev, &t);
-    else if (!strcmp(backend, "paths")) case_paths(&l.v[i], &t);
-    else case_scalar(&l.v[i], &t);
-    fflush(stdout);
+  if (rounds < 1) rounds = 1;
+  if (rounds > 1) printf("%d rounds, seed %" PRIu64 "\n", rounds, seed);
+  for (int k = 0; k < rounds; k++) {
+    for (int i = 0; i < l.n; i++) {
+      if (filter && !strstr(l.v[i].name, filter)) continue;
+      ops_case c = l.v[i];
+      if (k > 0) { /* fresh draws: the case's seed mixed with (seed, round) */
+        c.seed ^= splitmix64(seed + (uint64_t)k * 0x9E3779B97F4A7C15ull);
+        char name[sizeof c.name];
+        snprintf(name, sizeof name, "%.56s@0x%016" PRIx64, l.v[i].name, c.seed);
+        memcpy(c.name, name, sizeof name);
+      }
+      if (dev) case_device(&c, dev, &t);
+      else if (!strcmp(backend, "paths")) case_paths(&c, &t);
+      else case_scalar(&c, &t);
+      fflush(stdout);
+    }
   }
-  printf("%d cases in %.1f s of CPU time\n", l.n, (double)(clock() - t0) / CLOCKS_PER_SEC);
+  printf("%d cases x %d rounds in %.1f s of CPU time\n", l.n, rounds, (double)(clock() - t0) / CLOCKS_PER_SEC);
   printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
   free(l.v);
   return t.failed ? 1 : 0;

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Every GPU check of dsv4kv in one go, for a machine with an NVIDIA GPU
+# (the project's is an H200): builds with the CUDA backend (sm_90 + PTX),
+# then runs
+#   ctest          the whole suite (-LE long) on a machine that has a GPU, so
+#                  ops_cuda and cuda_graph_streams run instead of skipping
+#   registry       every case of tests/ops on the GPU against the CPU, byte
+#                  for byte, round 0 with the cases' seeds and 7 more rounds
+#                  of fresh random shapes and values
+#   golden         dsv4kv verify --device cuda tests/golden
+#   cuda_tests     tests/cuda/test_cuda (graph capture and replay, two
+#                  streams, offsets past 2^32, warm-up)
+#   memcheck       compute-sanitizer memcheck over the registry and test_cuda
+#   racecheck      compute-sanitizer racecheck over the registry's duplicate-
+#                  slot cases (the kernels use no shared memory, so there is
+#                  little for it to find; the run shows it)
+#   run, run_trace dsv4kv run --device cuda on the default workload and on a
+#                  trace (DSV4KV_TRACES, else ../shared/traces, else
+#                  .gpu-traces/), with each op's GPU time and GB/s
+# and prints a summary table last.  Logs go to build-gpu/out/ (and, when $OUT
+# names a folder, as one archive gpu-check-logs.tar.gz plus summary.txt there).
+#
+#   usage: scripts/gpu-check.sh [quick]     (quick: no sanitizer runs)
+#
+# Needs cmake, nvcc, a C compiler, and cJSON / cmocka / dlpack: taken from the
+# system, else unpacked from the Debian packages in .deps/ (scripts/gpu-deps.sh
+# downloads them on a machine with apt).  Exit status: 0 when every step
+# passed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=$root/build-gpu/out
+rm -rf "$out"
+mkdir -p "$out"
+mode=${1:-full}
+export PATH=$PATH:/usr/local/cuda/bin
+
+# ---- dependencies --------------------------------------------------------
+prefix_args=()
+if [ -n "${DSV4KV_GPU_DEPS_FORCE:-}" ] || [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/cmocka.h ] ||
+  [ ! -f /usr/include/dlpack/dlpack.h ]; then
+  deps=/tmp/dsv4kv-deps
+  if ! ls .deps/*.deb >/dev/null 2>&1; then
+    echo "gpu-check: cJSON, cmocka or dlpack missing and no .deps/*.deb to unpack (scripts/gpu-deps.sh)" >&2
+    exit 2
+  fi
+  for f in .deps/*.deb; do dpkg -x "$f" "$deps"; done
+  # cJSON's CMake files name /usr: point them at the unpacked tree; dlpack's
+  # would hand out /usr/include, so it is found by its header instead
+  grep -rl '"/usr/' "$deps/usr/lib/x86_64-linux-gnu/cmake/cJSON" | xargs -r sed -i "s|\"/usr/|\"$deps/usr/|g"
+  rm -rf "$deps/usr/lib/x86_64-linux-gnu/cmake/dlpack"
+  lib="$deps/usr/lib/x86_64-linux-gnu"
+  export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
+  prefix_args=(-DCMAKE_PREFIX_PATH="$deps/usr" -DDLPACK_INCLUDE_DIR="$deps/usr/include")
+fi
+
+traces=${DSV4KV_TRACES:-}
+[ -z "$traces" ] && [ -d ../shared/traces ] && traces=../shared/traces
+[ -z "$traces" ] && [ -d .gpu-traces ] && traces=.gpu-traces
+trace_file=${traces:+$traces/AzureLLMInferenceTrace_conv_first15min.csv}
+
+# ---- steps -----------------------------------------------------------------
+names=() results=() secs=()
+step() { # step NAME COMMAND...: output to $out/NAME.log, its tail shown on failure
+  local name=$1
+  shift
+  local t0=$SECONDS
+  echo "== $name: $*"
+  timeout "${STEP_TIMEOUT:-300}" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  names+=("$name") secs+=($((SECONDS - t0)))
+  if [ $rc -eq 0 ]; then results+=(ok); else results+=("FAIL ($rc)"); tail -n 30 "$out/$name.log"; fi
+  tail -n 3 "$out/$name.log"
+}
+
+{
+  date -u +"date: %Y-%m-%d %H:%M UTC"
+  echo "commit: $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  nvcc --version | tail -n 2 | sed 's/^/nvcc: /'
+  echo "host: $(nproc) cores, $(uname -r)"
+} | tee "$out/machine.txt"
+
+step build bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${prefix_args[*]} && cmake --build build-gpu -j$(nproc)"
+B=build-gpu
+step registry "$B/tests/ops_registry" --backend cuda --rounds 8
+step golden "$B/dsv4kv" verify --device cuda tests/golden
+step cuda_tests "$B/tests/test_cuda"
+if [ "$mode" != quick ]; then
+  step memcheck_registry compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
+  step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
+  step racecheck_registry compute-sanitizer --tool racecheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda --filter dup
+fi
+step run "$B/dsv4kv" run --device cuda --json "$out/run.json"
+if [ -n "$trace_file" ] && [ -f "$trace_file" ]; then
+  step run_trace "$B/dsv4kv" run --device cuda --trace "$trace_file" --json "$out/run_trace.json"
+else
+  names+=(run_trace) results+=("not run (no trace: set DSV4KV_TRACES)") secs+=(0)
+fi
+
+[ "$mode" != quick ] && step ctest bash -c "cd $B && OMP_WAIT_POLICY=passive ctest -j8 -LE long --output-on-failure"
+
+echo
+echo "summary ($(cat "$out/machine.txt" | sed -n 's/^gpu: //p'))" | tee "$out/summary.txt"
+fail=0
+for i in "${!names[@]}"; do
+  printf "  %-22s %-40s %5ss\n" "${names[$i]}" "${results[$i]}" "${secs[$i]}" | tee -a "$out/summary.txt"
+  case ${results[$i]} in FAIL*) fail=1 ;; esac
+done
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+  tar czf "$OUT/gpu-check-logs.tar.gz" -C "$root/build-gpu" out && cp "$out/summary.txt" "$OUT/"
+fi
+exit $fail

@@ -1,0 +1,102 @@
+/* The CUDA backend's table (backend.h), the host side of every launch
+ * (device, stream, status), the report reset, and dsv4kv_warmup's loading of
+ * the kernels a model will launch. */
+#include <stdio.h>
+
+#include "cuda/cuda_common.cuh"
+
+static const backend_ops cuda_backend = {
+    "cuda", 1, cuda_insert, cuda_gather, cuda_global_topk, cuda_combine, cuda_flashinfer, cuda_indexer_store,
+};
+
+extern "C" const backend_ops *cuda_backend_if_built(void) {
+  /* A build with the backend on a machine without a usable GPU (no driver,
+   * no device) has no CUDA backend to offer.  Asked once: a process's devices
+   * do not change (every thread computes the same answer). */
+  static volatile int usable = -1;
+  if (usable < 0) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) cudaGetLastError(); /* leave no error for the caller's next check */
+    usable = e == cudaSuccess && n > 0;
+  }
+  return usable ? &cuda_backend : NULL;
+}
+
+dsv4kv_status cuda_enter(cuda_call *c, int device_id, const exec_opts *o) {
+  c->stream = (cudaStream_t)o->stream;
+  c->dev = device_id;
+  cudaError_t e = cudaGetDevice(&c->prev);
+  if (e == cudaSuccess && c->prev != device_id) e = cudaSetDevice(device_id);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND, "CUDA device %d cannot be used: %s", device_id, cudaGetErrorString(e));
+  }
+  /* An error left by the caller's own earlier work is not this call's. */
+  cudaGetLastError();
+  return DSV4KV_OK;
+}
+
+dsv4kv_status cuda_leave(cuda_call *c, const char *what) {
+  cudaError_t e = cudaGetLastError();
+  if (c->prev != c->dev) cudaSetDevice(c->prev);
+  if (e != cudaSuccess)
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND, "CUDA: launching %s on device %d failed: %s", what, c->dev,
+                       cudaGetErrorString(e));
+  return DSV4KV_OK;
+}
+
+/* report_init on the device. */
+__global__ void report_reset_kernel(dsv4kv_report *r, int32_t op) {
+  r->skipped = 0;
+  r->nonfinite = 0;
+  r->first_key = INT64_MAX;
+  r->reason = 0;
+  r->op = op;
+  for (int i = 0; i < 6; i++) r->values[i] = 0;
+}
+
+void cuda_report_reset(cuda_call *c, dsv4kv_report *rep, op_id op) {
+  if (rep) report_reset_kernel<<<1, 1, 0, c->stream>>>(rep, (int32_t)op);
+}
+
+const void *const cuda_report_kernels[] = {(const void *)report_reset_kernel, NULL};
+
+/* ---- warm-up -------------------------------------------------------------- */
+
+static int load_kernels(const void *const *k, int *loaded, char *err, size_t n) {
+  for (; *k; k++) {
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, *k); /* loads the function's module */
+    if (e != cudaSuccess) {
+      snprintf(err, n, "%s", cudaGetErrorString(e));
+      cudaGetLastError();
+      return -1;
+    }
+    (*loaded)++;
+  }
+  return 0;
+}
+
+extern "C" dsv4kv_status cuda_warmup(int device_id, int indexer, int32_t *kernels) {
+  int prev = 0, loaded = 0;
+  char err[160] = "";
+  cudaError_t e = cudaGetDevice(&prev);
+  if (e == cudaSuccess && prev != device_id) e = cudaSetDevice(device_id);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND, "dsv4kv_warmup: CUDA device %d cannot be used: %s", device_id,
+                       cudaGetErrorString(e));
+  }
+  int bad = load_kernels(cuda_report_kernels, &loaded, err, sizeof err) ||
+            load_kernels(cuda_insert_kernels, &loaded, err, sizeof err) ||
+            load_kernels(cuda_gather_kernels, &loaded, err, sizeof err) ||
+            load_kernels(cuda_index_kernels, &loaded, err, sizeof err) ||
+            (indexer && load_kernels(cuda_indexer_kernels, &loaded, err, sizeof err));
+  if (prev != device_id) cudaSetDevice(prev);
+  if (kernels) *kernels = loaded;
+  if (bad)
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND, "dsv4kv_warmup: loading a kernel on CUDA device %d failed: %s", device_id,
+                       err);
+  return DSV4KV_OK;
+}

@@ -1,0 +1,142 @@
+/* CUDA dequantize_and_gather_k_cache (NUMERICS §3; CPU: src/cpu/gather_cpu.c).
+ *
+ * Blocks (request r, chunk y); each warp of a chunk takes tokens i of the
+ * request's gatherable range [lo, hi) in turn, one warp per token: lane l
+ * writes output values 16l..16l+15 (two 16-byte stores) from its 16 codes
+ * (NVFP4: 8 bytes) and its block's scale byte.  The range comes from the
+ * lengths as on the CPU; the tokens outside it are counted in bulk by the
+ * request's first thread, so the work never follows a length value past
+ * what `out` can hold. */
+#include "cuda/cuda_common.cuh"
+
+typedef struct {
+  uint8_t *out;
+  int64_t out_s0, out_s1; /* bytes */
+  dix seq_lens, gather_lens, block_table;
+  int32_t has_gather_lens;
+  int64_t R, offset, max_tokens, max_pages;
+  const uint8_t *base;
+  int64_t page_stride, num_pages;
+  int32_t bs, record, fnuz, vec_out, vec_c;
+  record_layout layout;
+  dnote note;
+} gather_params;
+
+/* Lane `lane`'s 16 output values of a main-cache record. */
+static __device__ void dequant_lane(const gather_params *p, int lane, const uint8_t *values, const uint8_t *scales,
+                                    uint16_t *y) {
+  if (p->record == DSV4KV_RECORD_NVFP4) {
+    const float sv = e4m3_decode(scales[lane]); /* products exact in fp32 */
+    const uint8_t *b = values + 8 * lane;
+    for (int i = 0; i < 8; i++) {
+      const uint8_t v = b[i];
+      y[2 * i] = f32_to_bf16(e2m1_decode(v & 0xF) * sv);
+      y[2 * i + 1] = f32_to_bf16(e2m1_decode(v >> 4) * sv);
+    }
+    return;
+  }
+  if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) { /* RoPE dims: raw bf16 */
+    load_bf16x16(values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM), p->vec_c, y);
+    return;
+  }
+  const int group = p->record == DSV4KV_RECORD_V4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
+  const float s = ue8m0_decode_ftz(scales[lane / group]);
+  uint8_t codes[16];
+  unpack16(load16(values + 16 * lane, p->vec_c), codes);
+  for (int i = 0; i < 16; i++) y[i] = f32_to_bf16((p->fnuz ? e4m3fnuz_decode(codes[i]) : e4m3_decode(codes[i])) * s);
+}
+
+__global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
+  if (dnote_idle(p.note)) return;
+  const int64_t r = blockIdx.x;
+  const int lane = lane_id();
+  const int64_t seq_len = dix_i32(p.seq_lens, r);
+  const int64_t L = p.has_gather_lens ? dix_i32(p.gather_lens, r) : seq_len;
+  const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
+  int64_t lo = 0, hi = 0;
+  if (L >= 0) {
+    lo = L > seq_len ? L - seq_len : 0;
+    hi = L < rows_left ? L : rows_left;
+    if (lo > hi) lo = hi;
+  }
+  if (blockIdx.y == 0 && threadIdx.x == 0) { /* the request's bulk notes, as the CPU plans them */
+    if (L < 0) {
+      dnote1(p.note, skip_key(r, 0, 32), SKIP_LEN_NEGATIVE, r, L, p.has_gather_lens, 0, 0, 0);
+    } else {
+      if (lo > 0) dnote_n(p.note, lo, skip_key(r, 0, 32), SKIP_LEN_PAST_SEQ, r, L, seq_len, 0, 0, 0);
+      if (hi < L) dnote_n(p.note, L - hi, skip_key(r, hi, 32), SKIP_OUT_ROWS, r, L - hi, p.offset, hi, p.max_tokens, 0);
+    }
+  }
+  const int64_t warps = (int64_t)gridDim.y * CUDA_WARPS;
+  for (int64_t i = lo + (int64_t)blockIdx.y * CUDA_WARPS + (threadIdx.x >> 5); i < hi; i += warps) {
+    const int64_t pos = seq_len - L + i; /* >= 0 */
+    const int64_t row = p.offset + i;    /* < max_tokens */
+    const int64_t key = skip_key(r, i, 32);
+    const int64_t lp = pos / p.bs;
+    if (lp >= p.max_pages) {
+      if (lane == 0) dnote1(p.note, key, SKIP_GATHER_COLUMN, r, pos, lp, p.max_pages, 0, 0);
+      continue;
+    }
+    const int64_t page = dix_i32_2(p.block_table, r, lp);
+    if (page < 0 || page >= p.num_pages) {
+      if (lane == 0) dnote1(p.note, key, SKIP_GATHER_PAGE, r, lp, page, p.num_pages, 0, 0);
+      continue;
+    }
+    const uint8_t *pg = p.base + page * p.page_stride;
+    const int64_t in_page = pos % p.bs;
+    uint16_t y[16];
+    dequant_lane(&p, lane, pg + record_values_off(&p.layout, p.bs, in_page),
+                 pg + record_scales_off(&p.layout, p.bs, in_page), y);
+    store_bf16x16(p.out + r * p.out_s0 + row * p.out_s1 + 32 * lane, p.vec_out, y);
+  }
+}
+
+const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, NULL};
+
+extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r) {
+  const cache_view *c = &a->cache;
+  if (a->R > INT32_MAX) /* one block column per request */
+    return dsv4kv_fail(DSV4KV_ERR_SHAPE, "seq_lens has %lld requests; the CUDA gather takes at most %d",
+                       (long long)a->R, INT32_MAX);
+  cuda_call call;
+  dsv4kv_status st = cuda_enter(&call, a->out.device_id, o);
+  if (st) return st;
+  gather_params p;
+  p.out = a->out.data;
+  p.out_s0 = a->out.stride[0] * 2;
+  p.out_s1 = a->out.stride[1] * 2;
+  p.seq_lens = dix_of(&a->seq_lens);
+  p.gather_lens = dix_of(&a->gather_lens);
+  p.block_table = dix_of(&a->block_table);
+  p.has_gather_lens = a->has_gather_lens;
+  p.R = a->R;
+  p.offset = a->offset;
+  p.max_tokens = a->out.shape[1];
+  p.max_pages = a->block_table.shape[1];
+  p.base = c->base;
+  p.page_stride = c->page_stride;
+  p.num_pages = c->num_pages;
+  p.bs = c->block_size;
+  p.record = (int32_t)c->record;
+  p.fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
+  p.vec_out = cuda_aligned16(p.out, p.out_s0 | p.out_s1);
+  p.vec_c = cuda_aligned16(p.base, p.page_stride);
+  p.layout = c->layout;
+  p.note.rep = r;
+  p.note.detail = 0;
+  cuda_report_reset(&call, r, OP_GATHER);
+  if (a->R > 0) {
+    /* Chunks per request: enough warps for the longest range out can hold
+     * (the range itself is only known on the device), at most 64. */
+    const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
+    int64_t chunks = (rows_left + CUDA_WARPS - 1) / CUDA_WARPS;
+    chunks = chunks < 1 ? 1 : chunks > 64 ? 64 : chunks;
+    const dim3 grid((unsigned)a->R, (unsigned)chunks);
+    gather_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    if (r) {
+      p.note.detail = 1;
+      gather_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    }
+  }
+  return cuda_leave(&call, "dequantize_and_gather_k_cache");
+}

@@ -1,0 +1,322 @@
+/* CUDA index preparation (SPEC §5, NUMERICS §4; CPU: src/cpu/index_ops_cpu.c).
+ * One warp per output row, lanes over the row's entries (coalesced 4-byte
+ * reads and writes); lengths counted with ballots.  Integer arithmetic wraps
+ * to int32 as the reference's does; every table lookup is bounds-checked
+ * first and a failed one writes -1 and is counted, with the CPU's keys. */
+#include "cuda/cuda_common.cuh"
+
+/* ---- §5.1 ---------------------------------------------------------------- */
+typedef struct {
+  dix topk, req, block_table, valid, out, lens;
+  int64_t T, K, R, P;
+  dpagediv pd;
+  dnote note;
+} topk_params;
+
+__global__ void __launch_bounds__(CUDA_BLOCK) global_topk_kernel(topk_params p) {
+  if (dnote_idle(p.note)) return;
+  const int lane = lane_id();
+  for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+    /* An invalid token is padding: its out-of-range entries are -1 without
+     * a skip (SPEC §7). */
+    const int valid = dix_bool(p.valid, t);
+    const int64_t req = dix_i32(p.req, t);
+    const int req_ok = req >= 0 && req < p.R;
+    if (!req_ok && valid && lane == 0) dnote1(p.note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, p.R, 0, 0, 0);
+    int32_t count = 0;
+    for (int64_t j0 = 0; j0 < p.K; j0 += 32) {
+      const int64_t j = j0 + lane;
+      int hit = 0;
+      if (j < p.K) {
+        const int64_t x = dix_i32_2(p.topk, t, j);
+        int32_t g = -1;
+        if (x >= 0 && req_ok) {
+          const int64_t lp = dpd_page(p.pd, x);
+          if (lp < p.P) {
+            g = wrap32((int64_t)dix_i32_2(p.block_table, req, lp) * p.pd.bs + dpd_off(p.pd, x));
+            hit = 1;
+          } else if (valid) {
+            dnote1(p.note, skip_key(t, 1 + j, 16), SKIP_TOPK_COLUMN, t, j, x, req, lp, p.P);
+          }
+        }
+        *dix_i32_2p(p.out, t, j) = g;
+      }
+      count += __popc(__ballot_sync(FULL_MASK, hit));
+    }
+    if (lane == 0) *(int32_t *)(p.lens.data + t * p.lens.s0 * 4) = valid ? count : 0;
+  }
+}
+
+extern "C" dsv4kv_status cuda_global_topk(const global_topk_args *a, const exec_opts *o, dsv4kv_report *r) {
+  cuda_call call;
+  dsv4kv_status st = cuda_enter(&call, a->topk.device_id, o);
+  if (st) return st;
+  topk_params p = {dix_of(&a->topk), dix_of(&a->req), dix_of(&a->block_table), dix_of(&a->valid),
+                   dix_of(&a->global_out), dix_of(&a->lens_out), a->T, a->K, a->R, a->P,
+                   dpagediv_of(a->block_size), {r, 0}};
+  cuda_report_reset(&call, r, OP_GLOBAL_TOPK);
+  if (a->T > 0) {
+    const unsigned grid = cuda_grid_rows(a->T);
+    global_topk_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    if (r) {
+      p.note.detail = 1;
+      global_topk_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    }
+  }
+  return cuda_leave(&call, "compute_global_topk_indices_and_lens");
+}
+
+/* ---- §5.2 ---------------------------------------------------------------- */
+typedef struct {
+  dix topk, qsl, seq_lens, gather_lens, combined, lens;
+  int64_t T, R;
+  int32_t window_size, compress_ratio, topk_n, M, N;
+  dnote note;
+} combine_params;
+
+/* Token t's row as request r writes it (the warp together). */
+static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base) {
+  const int lane = lane_id();
+  const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
+  const int64_t seq_len = dix_i32(p->seq_lens, r);
+  const int64_t start_pos = seq_len - (qe - qs);
+  const int64_t gather_start = seq_len - dix_i32(p->gather_lens, r);
+  const int64_t Mr = (int64_t)p->M * r;
+  const int64_t t_lo = qs > 0 ? qs : 0;
+  const int64_t pos = start_pos + (t - qs);
+  int64_t topk_len = 0;
+  if (p->compress_ratio > 0) {
+    topk_len = (pos + 1) / p->compress_ratio;
+    if (topk_len > p->topk_n) topk_len = p->topk_n;
+  }
+  int64_t swa_start = pos - p->window_size + 1;
+  if (swa_start < 0) swa_start = 0;
+  if (swa_start < gather_start) swa_start = gather_start;
+  int64_t swa_len = pos - swa_start + 1;
+  const int64_t key = skip_key(r, 1 + (t - t_lo), 32);
+  if (topk_len < 0) { /* lengths that disagree: clamped (SPEC §7) */
+    if (lane == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, topk_len, 0, r, p->topk_n);
+    topk_len = 0;
+  }
+  if (swa_len < 0) {
+    if (lane == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, swa_len, 0, r, p->window_size);
+    swa_len = 0;
+  }
+  for (int64_t j = lane; j < topk_len; j += 32) *dix_i32_2p(p->combined, t, j) = wrap32(dix_i32_2(p->topk, t, j) + Mr);
+  const int64_t first = Mr + p->N + (swa_start - gather_start);
+  for (int64_t j = lane; j < swa_len; j += 32) *dix_i32_2p(p->combined, t, topk_len + j) = wrap32(first + j);
+  if (lane == 0) *(int32_t *)(p->lens.data + t * p->lens.s0 * 4) = wrap32(topk_len + swa_len);
+}
+
+/* Warp per token t: the requests whose query range holds t, in request order
+ * (overlapping ranges, malformed input, give the CPU's sequential result:
+ * later requests overwrite earlier ones).  Threads r < R also count request
+ * r's tokens outside [0, T) in bulk. */
+__global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
+  if (dnote_idle(p.note)) return;
+  const int lane = lane_id();
+  const int64_t base = dix_i32(p.qsl, 0);
+  for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < p.R; r += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t qs = dix_i32(p.qsl, r) - base, qe = dix_i32(p.qsl, r + 1) - base;
+    const int64_t t_lo = qs > 0 ? qs : 0, t_hi = qe < p.T ? qe : p.T;
+    const int64_t outside = qe > qs ? (qe - qs) - (t_hi > t_lo ? t_hi - t_lo : 0) : 0;
+    if (outside > 0) dnote_n(p.note, outside, skip_key(r, 0, 32), SKIP_COMBINE_ROWS, r, qs, qe, p.T, 0, 0);
+  }
+  for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+    for (int64_t r0 = 0; r0 < p.R; r0 += 32) {
+      const int64_t rr = r0 + lane;
+      int holds = 0;
+      if (rr < p.R) {
+        const int64_t qs = dix_i32(p.qsl, rr) - base, qe = dix_i32(p.qsl, rr + 1) - base;
+        holds = qs <= t && t < qe;
+      }
+      for (unsigned m = __ballot_sync(FULL_MASK, holds); m; m &= m - 1) {
+        combine_row(&p, r0 + __ffs(m) - 1, t, base);
+        __syncwarp(); /* the next request's writes land after this one's */
+      }
+    }
+  }
+}
+
+extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o, dsv4kv_report *r) {
+  cuda_call call;
+  dsv4kv_status st = cuda_enter(&call, a->topk.device_id, o);
+  if (st) return st;
+  combine_params p = {dix_of(&a->topk), dix_of(&a->qsl), dix_of(&a->seq_lens), dix_of(&a->gather_lens),
+                      dix_of(&a->combined), dix_of(&a->lens), a->T, a->R, a->window_size, a->compress_ratio,
+                      a->topk_n, a->M, a->N, {r, 0}};
+  cuda_report_reset(&call, r, OP_COMBINE);
+  if (a->R > 0) {
+    int64_t rows = a->T > (a->R + 31) / 32 ? a->T : (a->R + 31) / 32;
+    const unsigned grid = cuda_grid_rows(rows);
+    combine_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    if (r) {
+      p.note.detail = 1;
+      combine_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    }
+  }
+  return cuda_leave(&call, "combine_topk_swa_indices");
+}
+
+/* ---- §5.3 ---------------------------------------------------------------- */
+typedef struct {
+  dix t;
+  int64_t rows, cols;
+  dpagediv pd;
+} dtable;
+
+typedef struct {
+  dix dswa, dcomp, dcomp_lens, dvalid, ptopk, qsl, seq_lens, replay, req, out, lens;
+  dtable swa_bt, comp_bt;
+  int32_t has_dcomp_lens, has_dvalid, local;
+  int64_t D, P, S, Dk, K4, Wp, R;
+  int32_t swa_span, c_span, window_size, compress_ratio, topk;
+  dnote note;
+} fi_params;
+
+/* Physical token index of a slot when pages are `span` tokens apart. */
+static __device__ __forceinline__ int32_t remap(int64_t v, dpagediv d, int64_t span) {
+  return v < 0 ? -1 : wrap32(dpd_page(d, v) * span + dpd_off(d, v));
+}
+
+/* Slot of position `pos` of request `req`, or -1 when the lookup would leave
+ * the table (noted when `count_it`; padding is not). */
+static __device__ int64_t slot_of(dtable bt, int which, int64_t req, int64_t pos, dnote n, int count_it,
+                                  int64_t key) {
+  const int64_t lp = pos < 0 ? -1 : dpd_page(bt.pd, pos);
+  if (req < 0 || req >= bt.rows || pos < 0 || lp >= bt.cols) {
+    if (count_it) dnote1(n, key, SKIP_TABLE_LOOKUP, which, req, lp, pos, bt.rows, bt.cols);
+    return -1;
+  }
+  return (int64_t)wrap32((int64_t)dix_i32_2(bt.t, req, lp) * bt.pd.bs + dpd_off(bt.pd, pos));
+}
+
+static __device__ void fi_decode_row(const fi_params *p, int64_t d) {
+  const int lane = lane_id();
+  for (int64_t j = lane; j < p->S; j += 32) *dix_i32_2p(p->out, d, j) = remap(dix_i32_2(p->dswa, d, j), p->swa_bt.pd, p->swa_span);
+  const int token_valid = p->has_dvalid ? dix_bool(p->dvalid, d) : 1; /* padding: not counted */
+  const int64_t req = dix_i32(p->req, d);
+  int64_t count = 0;
+  for (int64_t j0 = 0; j0 < p->K4; j0 += 32) {
+    const int64_t j = j0 + lane;
+    int hit = 0;
+    if (j < p->K4) {
+      int64_t v = j < p->Dk ? dix_i32_2(p->dcomp, d, j) : -1;
+      if (p->local && v >= 0) {
+        v = slot_of(p->comp_bt, 1, req, v, p->note, token_valid, skip_key(d, 1 + j, 16));
+        hit = v >= 0 && token_valid;
+      }
+      *dix_i32_2p(p->out, d, p->S + j) = remap(v, p->comp_bt.pd, p->c_span);
+    }
+    count += __popc(__ballot_sync(FULL_MASK, hit));
+  }
+  if (lane != 0) return;
+  int64_t n = 0;
+  if (p->Dk > 0) n = p->local ? count : p->has_dcomp_lens ? dix_i32(p->dcomp_lens, d) : p->Dk;
+  if (n < 0 || n > p->Dk) { /* a length input past its row: clamped (SPEC §7) */
+    const int64_t w = n < 0 ? 0 : p->Dk;
+    if (token_valid) dnote1(p->note, skip_key(d, 0, 16), SKIP_LENGTH_CLAMPED, d, LEN_DECODE_COMPRESSED, n, w, req, p->Dk);
+    n = w;
+  }
+  *(int32_t *)(p->lens.data + d * p->lens.s0 * 4) = wrap32(p->S + n);
+}
+
+static __device__ void fi_prefill_row(const fi_params *p, int64_t t) {
+  const int lane = lane_id();
+  const int64_t S = p->S, i = t - p->D;
+  const int64_t req = dix_i32(p->req, t);
+  int32_t *lens = (int32_t *)(p->lens.data + t * p->lens.s0 * 4);
+  if (req < 0 || req >= p->R) {
+    if (lane == 0) dnote1(p->note, skip_key(t, 0, 16), SKIP_FLASHINFER_REQUEST, t, req, p->R, 0, 0, 0);
+    for (int64_t j = lane; j < S + p->K4; j += 32) *dix_i32_2p(p->out, t, j) = -1;
+    if (lane == 0) *lens = 0;
+    return;
+  }
+  const int64_t q0 = dix_i32(p->qsl, req), q1 = dix_i32(p->qsl, req + 1);
+  const int64_t pos = dix_i32(p->seq_lens, req) - (q1 - q0) + (t - q0);
+  int64_t swa_start = pos - p->window_size + 1;
+  if (swa_start < 0) swa_start = 0;
+  const int64_t replay = dix_i32(p->replay, req);
+  if (swa_start < replay) swa_start = replay;
+  const int64_t swa_len = pos - swa_start + 1;
+  int64_t topk_len = 0;
+  if (p->compress_ratio > 0) {
+    topk_len = (pos + 1) / p->compress_ratio;
+    if (topk_len > p->topk) topk_len = p->topk;
+  }
+  if (topk_len < 0 || topk_len > p->Wp) { /* SPEC §7: the length would promise entries the row lacks */
+    const int64_t w = topk_len < 0 ? 0 : p->Wp;
+    if (lane == 0)
+      dnote1(p->note, skip_key(t, 0, 16), SKIP_LENGTH_CLAMPED, t,
+             topk_len < 0 ? LEN_TOPK_BEFORE_START : LEN_PREFILL_TOPK_WIDTH, topk_len, w, req,
+             p->Wp < p->topk ? p->Wp : p->topk);
+    topk_len = w;
+  }
+  for (int64_t j = lane; j < S; j += 32) {
+    int64_t v = -1;
+    if (j < swa_len) v = slot_of(p->swa_bt, 0, req, swa_start + j, p->note, 1, skip_key(t, 1 + j, 16));
+    *dix_i32_2p(p->out, t, j) = remap(v, p->swa_bt.pd, p->swa_span);
+  }
+  for (int64_t j = lane; j < p->K4; j += 32) {
+    const int64_t x = j < topk_len ? dix_i32_2(p->ptopk, i, j) : -1;
+    const int64_t v = x >= 0 ? slot_of(p->comp_bt, 1, req, x, p->note, 1, skip_key(t, 1 + S + j, 16)) : -1;
+    *dix_i32_2p(p->out, t, S + j) = remap(v, p->comp_bt.pd, p->c_span);
+  }
+  if (lane == 0) *lens = wrap32(S + topk_len);
+}
+
+__global__ void __launch_bounds__(CUDA_BLOCK) flashinfer_kernel(fi_params p) {
+  if (dnote_idle(p.note)) return;
+  for (int64_t t = warp_id_global(); t < p.D + p.P; t += warp_count_global()) {
+    if (t < p.D)
+      fi_decode_row(&p, t);
+    else
+      fi_prefill_row(&p, t);
+  }
+}
+
+static dtable dtable_of(const tview *v, int32_t bs) {
+  dtable t = {dix_of(v), v->shape[0], v->shape[1], dpagediv_of(bs)};
+  return t;
+}
+
+extern "C" dsv4kv_status cuda_flashinfer(const flashinfer_args *a, const exec_opts *o, dsv4kv_report *r) {
+  cuda_call call;
+  dsv4kv_status st = cuda_enter(&call, a->out.device_id, o);
+  if (st) return st;
+  fi_params p;
+  p.dswa = dix_of(&a->dswa);
+  p.dcomp = dix_of(&a->dcomp);
+  p.dcomp_lens = dix_of(&a->dcomp_lens);
+  p.dvalid = dix_of(&a->dvalid);
+  p.ptopk = dix_of(&a->ptopk);
+  p.qsl = dix_of(&a->qsl);
+  p.seq_lens = dix_of(&a->seq_lens);
+  p.replay = dix_of(&a->replay);
+  p.req = dix_of(&a->req);
+  p.out = dix_of(&a->out);
+  p.lens = dix_of(&a->lens);
+  p.swa_bt = dtable_of(&a->swa_bt, a->swa_bs);
+  p.comp_bt = dtable_of(&a->comp_bt, a->c_bs);
+  p.has_dcomp_lens = a->has_dcomp_lens;
+  p.has_dvalid = a->has_dvalid;
+  p.local = a->local;
+  p.D = a->D, p.P = a->P, p.S = a->S, p.Dk = a->Dk, p.K4 = a->K4, p.Wp = a->Wp, p.R = a->R;
+  p.swa_span = a->swa_span, p.c_span = a->c_span, p.window_size = a->window_size;
+  p.compress_ratio = a->compress_ratio, p.topk = a->topk;
+  p.note.rep = r;
+  p.note.detail = 0;
+  cuda_report_reset(&call, r, OP_FLASHINFER);
+  if (a->D + a->P > 0) {
+    const unsigned grid = cuda_grid_rows(a->D + a->P);
+    flashinfer_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    if (r) {
+      p.note.detail = 1;
+      flashinfer_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
+    }
+  }
+  return cuda_leave(&call, "build_flashinfer_mixed_sparse_indices");
+}
+
+const void *const cuda_index_kernels[] = {(const void *)global_topk_kernel, (const void *)combine_kernel,
+                                          (const void *)flashinfer_kernel, NULL};
