@@ -29,8 +29,11 @@
  * strides (in elements; NULL = compact row-major), byte_offset honoured.  A
  * torch / numpy / JAX caller hands its tensors over without copies.  The
  * backend is chosen by the tensors' device (all of one call's tensors must be
- * on one device); this build runs kDLCPU and answers DSV4KV_ERR_BACKEND_NOT_BUILT
- * for others.
+ * on one device): kDLCPU always; kDLCUDA (and kDLCUDAManaged) when the library
+ * was built with its CUDA backend and a GPU is visible
+ * (dsv4kv_backend_available), DSV4KV_ERR_BACKEND_NOT_BUILT otherwise.  On
+ * CUDA a call is enqueued on options.stream and returns at once; its counts
+ * arrive through options.report (see dsv4kv_report).
  *
  * A cache is described once, by a dsv4kv_cache_desc, and that description is
  * passed to every writer and reader of the cache: the record format and the

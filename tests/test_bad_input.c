@@ -93,6 +93,12 @@ static void tt_free(tt *t) {
 }
 
 static void set_cuda(DLTensor *t) { t->device.device_type = kDLCUDA; }
+/* Host buffers labelled CUDA, with host counters in the options: a build
+ * without the backend answers BACKEND_NOT_BUILT; with it, the counters are
+ * refused (ERR_VALUE) before anything is launched on those pointers. */
+static dsv4kv_status want_cuda_host(void) {
+  return dsv4kv_backend_available(kDLCUDA) ? DSV4KV_ERR_VALUE : DSV4KV_ERR_BACKEND_NOT_BUILT;
+}
 
 /* =================================================================== insert */
 typedef struct {
@@ -198,7 +204,7 @@ static void sec7_insert_argument_errors(void **state) {
       case 27: what = "3-D cache block dim != block_size"; tv_3d(&f.c.v, f.c.data, dt_u8(), 2, 2, 584, f.c.page_stride, 584, 1);
         want = DSV4KV_ERR_FORMAT; alt_ok = DSV4KV_ERR_SHAPE; break;
       case 28: what = "all tensors CUDA"; set_cuda(&f.k.v.t); set_cuda(&f.c.v.t); set_cuda(&f.slots.v.t);
-        want = DSV4KV_ERR_BACKEND_NOT_BUILT; break;
+        want = want_cuda_host(); break;
       case 29: what = "k_cache on CUDA, k on CPU"; set_cuda(&f.c.v.t); want = DSV4KV_ERR_DEVICE; break;
       case 30: what = "slot_mapping on CUDA"; set_cuda(&f.slots.v.t); want = DSV4KV_ERR_DEVICE; break;
       case 31: what = "k data NULL"; f.k.v.t.data = NULL; want = DSV4KV_ERR_NULL; name = "k"; break;
@@ -357,7 +363,7 @@ static void sec7_gather_argument_errors(void **state) {
       case 24: what = "page stride < block_size * 584"; f.c.v.shape[1] = 100; f.c.v.strides[0] = 100; f.c.v.shape[0] = 3;
         want = DSV4KV_ERR_FORMAT; break;
       case 25: what = "all CUDA"; set_cuda(&f.out.v.t); set_cuda(&f.c.v.t); set_cuda(&f.seq.v.t); set_cuda(&f.gl.v.t);
-        set_cuda(&f.bt.v.t); want = DSV4KV_ERR_BACKEND_NOT_BUILT; break;
+        set_cuda(&f.bt.v.t); want = want_cuda_host(); break;
       case 26: what = "block_table on CUDA"; set_cuda(&f.bt.v.t); want = DSV4KV_ERR_DEVICE; break;
       case 27: what = "gather_lens on CUDA"; set_cuda(&f.gl.v.t); want = DSV4KV_ERR_DEVICE; break;
       default: ga_free(&f); END_CASES(); return;
@@ -522,7 +528,7 @@ static void sec7_global_topk_argument_errors(void **state) {
         case 21: what = "block_size 0"; f.bs = 0; want = DSV4KV_ERR_VALUE; name = "block_size"; break;
         case 22: what = "block_size -1"; f.bs = -1; want = DSV4KV_ERR_VALUE; name = "block_size"; break;
         case 23: what = "all CUDA"; set_cuda(&f.topk.v.t); set_cuda(&f.t2r.v.t); set_cuda(&f.bt.v.t);
-          set_cuda(&f.valid.v.t); set_cuda(&f.g.v.t); set_cuda(&f.l.v.t); want = DSV4KV_ERR_BACKEND_NOT_BUILT; break;
+          set_cuda(&f.valid.v.t); set_cuda(&f.g.v.t); set_cuda(&f.l.v.t); want = want_cuda_host(); break;
         case 24: what = "global out on CUDA"; set_cuda(&f.g.v.t); want = DSV4KV_ERR_DEVICE; break;
         default: gt_free(&f); END_CASES(); return;
       }
@@ -655,7 +661,7 @@ static void sec7_combine_argument_errors(void **state) {
         case 22: what = "topk > W"; f.topk_n = 4; want = DSV4KV_ERR_VALUE; name = "topk"; break;
         case 23: what = "topk -1"; f.topk_n = -1; want = DSV4KV_ERR_VALUE; name = "topk"; break;
         case 24: what = "all CUDA"; for (int i = 0; i < 6; i++) set_cuda((DLTensor *)f.p[i]);
-          want = DSV4KV_ERR_BACKEND_NOT_BUILT; break;
+          want = want_cuda_host(); break;
         case 25: what = "seq_lens on CUDA"; set_cuda(&f.seq.v.t); want = DSV4KV_ERR_DEVICE; break;
         default: cb_free(&f); END_CASES(); return;
       }
@@ -844,7 +850,7 @@ static void sec7_flashinfer_argument_errors(void **state) {
           tt *all[] = {&f.dswa, &f.dcomp, &f.dvalid, &f.ptopk, &f.qsl, &f.seq, &f.replay, &f.t2r, &f.sbt, &f.cbt, &f.out, &f.lens};
           for (size_t i = 0; i < 12; i++) set_cuda(&all[i]->v.t);
         }
-        want = DSV4KV_ERR_BACKEND_NOT_BUILT; break;
+        want = want_cuda_host(); break;
       case 27: what = "replay_start on CUDA"; set_cuda(&f.replay.v.t); want = DSV4KV_ERR_DEVICE; break;
       case 28: what = "swa_block_span < 0"; f.a.swa_block_span = -1; want = DSV4KV_ERR_VALUE; name = "swa_block_span"; break;
       default: fi_free(&f); END_CASES(); return;
@@ -1053,7 +1059,7 @@ static void sec7_indexer_argument_errors(void **state) {
         case 35: what = "page stride mismatch"; d.page_stride = f.c.page_stride * 2; f.pd = &d; want = DSV4KV_ERR_FORMAT; break;
         case 36: what = "page stride < block_size * 132"; f.c.v.shape[1] = 16 * 132 - 4; f.c.v.strides[0] = 16 * 132 - 4; want = DSV4KV_ERR_FORMAT; break;
         case 37: what = "all CUDA"; set_cuda(&f.k.v.t); set_cuda(&f.pos.v.t); set_cuda(&f.cs.v.t); set_cuda(&f.w.v.t);
-          set_cuda(&f.c.v.t); set_cuda(&f.slot.v.t); want = DSV4KV_ERR_BACKEND_NOT_BUILT; break;
+          set_cuda(&f.c.v.t); set_cuda(&f.slot.v.t); want = want_cuda_host(); break;
         case 38: what = "cos_sin_cache on CUDA"; set_cuda(&f.cs.v.t); want = DSV4KV_ERR_DEVICE; break;
         case 39: what = "unknown flag bit"; d.flags = 0x80u; f.pd = &d; want = DSV4KV_ERR_FORMAT; break;
         default: ix_free(&f); END_CASES(); return;

@@ -9,6 +9,9 @@
  *                 in a CUDA graph and replayed on fresh inputs;
  *   two_streams   two independent decode steps issued on two streams at once
  *                 (eagerly, interleaved), against the serial CPU results;
+ *   empty         every op on empty batches (no rows, no requests): OK, the
+ *                 device report reset (a poisoned one overwritten), no launch
+ *                 error, outputs untouched;
  *   warmup        dsv4kv_warmup of the DeepSeek-V4-Flash layer pattern.
  *
  * Every output buffer is poisoned before each device run.  Exit 0: all
@@ -320,6 +323,49 @@ static void test_big_offsets(void) {
   drop(&k), drop(&sl), drop(&small), drop(&bt), drop(&seq), drop(&out);
 }
 
+/* Every op with nothing to do: OK, its report reset, nothing written. */
+static void test_empty(void) {
+  buf any = mk(1 << 16), rep = mk(sizeof(dsv4kv_report));
+  CUDA(cudaMemset(any.d, 0xCD, any.n));
+  DLTensor z1i32, z1i64, z2i32, z2bf, zc, zu8, q1, z2i32c, zcs, zw, z1b;
+  int64_t s0[1] = {0}, s1[1] = {1}, k0[2] = {0, 512}, kp0[2] = {0, 128}, c2[2] = {4, 64 * 584}, tk0[2] = {0, 8},
+          bt2[2] = {1, 4}, cc0[2] = {0, 256}, cs2[2] = {16, 64}, w1[1] = {128}, ic2[2] = {4, 64 * 132}, o3[3] = {0, 4, 512};
+  z1i32 = dl(&any, 1, I32, 1, s0), z1i64 = dl(&any, 1, I64, 1, s0), z2bf = dl(&any, 1, BF16, 2, k0);
+  zc = dl(&any, 1, U8, 2, c2), z2i32 = dl(&any, 1, I32, 2, tk0), zu8 = dl(&any, 1, (DLDataType){DSV4KV_DL_BOOL, 8, 1}, 1, s0);
+  q1 = dl(&any, 1, I32, 1, s1), z2i32c = dl(&any, 1, I32, 2, cc0), zcs = dl(&any, 1, F32, 2, cs2), zw = dl(&any, 1, F32, 1, w1);
+  z1b = dl(&any, 1, BF16, 2, kp0);
+  DLTensor bt = dl(&any, 1, I32, 2, bt2), ic = dl(&any, 1, U8, 2, ic2), out = dl(&any, 1, BF16, 3, o3);
+  dsv4kv_cache_desc v4 = {DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0}, idx = {DSV4KV_RECORD_INDEXER_FP8, DSV4KV_FP8_OCP, 64, 0, 0};
+  dsv4kv_options o = {.report = (dsv4kv_report *)rep.d};
+  const char *names[] = {"insert", "gather", "global top-k", "combine", "indexer store"};
+  const int op_ids[] = {1, 2, 3, 4, 6}; /* dsv4kv_report.op of each (src/report.h) */
+  for (int op = 0; op < 5; op++) {
+    poison(&rep, 0);
+    dsv4kv_status st = DSV4KV_ERR_BACKEND;
+    switch (op) {
+      case 0: st = dsv4kv_quantize_and_insert_k_cache(&z2bf, &zc, &v4, &z1i64, &o); break;
+      case 1: st = dsv4kv_dequantize_and_gather_k_cache(&out, &zc, &v4, &z1i32, NULL, &bt, 0, &o); break;
+      case 2: st = dsv4kv_compute_global_topk_indices_and_lens(&z2i32, &z1i32, &bt, 64, &zu8, &z2i32, &z1i32, &o); break;
+      case 3: st = dsv4kv_combine_topk_swa_indices(&z2i32, &q1, &z1i32, &z1i32, 128, 4, 8, 256, 128, &z2i32c, &z1i32, &o); break;
+      case 4: st = dsv4kv_indexer_k_norm_rope_store(&z1b, &z1i64, &zcs, &zw, 1e-6f, &ic, &idx, &z1i64, 4, &o); break;
+    }
+    CUDA(cudaDeviceSynchronize());
+    dsv4kv_report r;
+    CUDA(cudaMemcpy(&r, rep.d, sizeof r, cudaMemcpyDeviceToHost));
+    CHECK(st == DSV4KV_OK, "empty %s: %s", names[op], dsv4kv_last_error());
+    CHECK(r.skipped == 0 && r.nonfinite == 0 && r.first_key == INT64_MAX && r.op == op_ids[op],
+          "empty %s: report not reset (skipped %" PRId64 ", op %d)", names[op], r.skipped, r.op);
+  }
+  uint8_t *h = malloc(any.n);
+  CUDA(cudaMemcpy(h, any.d, any.n, cudaMemcpyDeviceToHost));
+  size_t i = 0;
+  while (i < any.n && h[i] == 0xCD) i++;
+  CHECK(i == any.n, "empty calls wrote byte %zu of the tensors' memory", i);
+  free(h);
+  drop(&any), drop(&rep);
+  printf("empty: five ops on empty batches, reports reset, nothing written\n");
+}
+
 static void test_warmup(void) {
   int32_t ratios[43], loaded = -1;
   for (int i = 0; i < 43; i++) ratios[i] = i < 2 ? 0 : i % 2 ? 128 : 4; /* the V4-Flash pattern */
@@ -337,6 +383,7 @@ int main(void) {
     return 77;
   }
   test_warmup();
+  test_empty();
   test_graph();
   test_two_streams();
   test_big_offsets();
