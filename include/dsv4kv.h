@@ -170,6 +170,10 @@ DSV4KV_API const char *dsv4kv_version(void);
  * here (for kDLCUDA: the CUDA backend is built and a device is visible); 0
  * otherwise.  kDLCPU is always available. */
 DSV4KV_API int dsv4kv_backend_available(DLDeviceType device_type);
+/* Why dsv4kv_backend_available(device_type) is 0, in English ("this build has
+ * no CUDA backend", or what the CUDA runtime reported, e.g. a driver older
+ * than the runtime); NULL when it is 1.  Static storage. */
+DSV4KV_API const char *dsv4kv_backend_unavailable_reason(DLDeviceType device_type);
 
 /* ------------------------------------------------------------------------ */
 /* Head dims and record widths (SPEC §2, §6)                                  */
@@ -294,7 +298,7 @@ typedef struct {
 
 /* Sizes of the public structs a binding mirrors (e.g. Python's ctypes), by
  * name: "dsv4kv_options", "dsv4kv_cache_desc", "dsv4kv_report",
- * "dsv4kv_flashinfer_args".  0 for another name.  A binding compares these
+ * "dsv4kv_flashinfer_args", "dsv4kv_model_desc".  0 for another name.  A binding compares these
  * with its own layouts once at load time. */
 DSV4KV_API size_t dsv4kv_struct_size(const char *name);
 
@@ -496,7 +500,7 @@ DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre,
  * per-layer-type warm-up rows.  SWA-only layers (compress_ratio 0) build
  * their index lists with top-k 0; every compressed layer shares index_topk. */
 typedef struct {
-  int32_t num_layers;              /* > 0                                        */
+  int32_t num_layers;              /* 1 .. 4096                                  */
   const int32_t *compress_ratios;  /* [num_layers]: 0 = SWA only, else >= 1     */
   int32_t index_topk;              /* top-k width of the compressed layers, >= 0 */
   int32_t window_size;             /* sliding-window tokens, > 0                 */
@@ -509,12 +513,17 @@ typedef struct {
 /* Loads every kernel the model's layers will launch on `device` (kDLCUDA:
  * module loading, which CUDA otherwise does lazily at a kernel's first
  * launch, so that the first serving step is fast and a CUDA-graph capture
- * never loads a module).  Nothing is compiled: the library carries sm_90
- * machine code (and PTX, which the driver compiles here, once, on other
- * GPUs).  Allocates nothing.  *kernels_loaded (optional) gets the number of
+ * never loads a module).  The kernels take record formats, top-k and window
+ * as run-time arguments, so one kernel per op serves every layer type; the
+ * description decides whether the indexer's kernel is needed (a layer with
+ * compress_ratio > 0) and is checked as the ops will check it.  Nothing is
+ * compiled: the library carries sm_90 machine code and compute_90 PTX (which
+ * the driver compiles once, here, on newer GPUs; GPUs before compute
+ * capability 9.0 are refused).  Allocates nothing.  *kernels_loaded (optional) gets the number of
  * kernels loaded; a CPU device loads none and returns DSV4KV_OK.
  * DSV4KV_ERR_NULL / _VALUE / _FORMAT for a bad description,
- * DSV4KV_ERR_BACKEND_NOT_BUILT for kDLCUDA without the CUDA backend,
+ * DSV4KV_ERR_BACKEND_NOT_BUILT for kDLCUDA where the CUDA backend cannot run
+ * (dsv4kv_backend_unavailable_reason says why),
  * DSV4KV_ERR_DEVICE for another device type, DSV4KV_ERR_BACKEND when CUDA
  * fails.  Call it once per device, before serving or capturing. */
 DSV4KV_API dsv4kv_status dsv4kv_warmup(const dsv4kv_model_desc *model, DLDevice device, int32_t *kernels_loaded);
@@ -602,6 +611,9 @@ DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_options) == 40 && offsetof(dsv4kv_options, ch
 DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_flashinfer_args) == 128 &&
                          offsetof(dsv4kv_flashinfer_args, swa_block_size) == 96,
                      "dsv4kv_flashinfer_args: 12 pointer-sized slots, then 7 int32");
+DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_model_desc) == 88 && offsetof(dsv4kv_model_desc, compress_ratios) == 8 &&
+                         offsetof(dsv4kv_model_desc, k_cache) == 24 && offsetof(dsv4kv_model_desc, indexer_cache) == 56,
+                     "dsv4kv_model_desc: int32 + pad, pointer, 2 x int32, 2 cache descriptions");
 #undef DSV4KV_LAYOUT_ASSERT
 #endif
 

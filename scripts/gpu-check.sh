@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# Every GPU check of dsv4kv in one go, for a machine with an NVIDIA GPU
-# (the project's is an H200): builds with the CUDA backend (sm_90 + PTX),
-# then runs
-#   ctest          the whole suite (-LE long) on a machine that has a GPU, so
-#                  ops_cuda and cuda_graph_streams run instead of skipping
+# Every GPU check of dsv4kv in one go, for a machine with an NVIDIA GPU of
+# compute capability 9.0 or newer (the project's is an H200): builds with the
+# CUDA backend (sm_90 + PTX) into build-gpu/, then runs
 #   registry       every case of tests/ops on the GPU against the CPU, byte
 #                  for byte, round 0 with the cases' seeds and 7 more rounds
 #                  of fresh random shapes and values
 #   golden         dsv4kv verify --device cuda tests/golden
 #   cuda_tests     tests/cuda/test_cuda (graph capture and replay, two
-#                  streams, offsets past 2^32, warm-up)
+#                  streams, offsets past 2^32, empty batches, warm-up)
 #   memcheck       compute-sanitizer memcheck over the registry and test_cuda
 #   racecheck      compute-sanitizer racecheck over the registry's duplicate-
 #                  slot cases (the kernels use no shared memory, so there is
@@ -17,29 +15,42 @@
 #   run, run_trace dsv4kv run --device cuda on the default workload and on a
 #                  trace (DSV4KV_TRACES, else ../shared/traces, else
 #                  .gpu-traces/), with each op's GPU time and GB/s
+#   ctest          the whole suite (-LE long) on a machine with a GPU, so
+#                  ops_cuda and cuda_graph_streams run instead of skipping
 # and prints a summary table last.  Logs go to build-gpu/out/ (and, when $OUT
 # names a folder, as one archive gpu-check-logs.tar.gz plus summary.txt there).
 #
-#   usage: scripts/gpu-check.sh [quick]     (quick: no sanitizer runs)
+#   usage: scripts/gpu-check.sh [full|quick]   (quick: no sanitizers, no ctest)
+#   env:   STEP_TIMEOUT (seconds a step may take, default 300), DSV4KV_COMMIT
+#          (the commit to print when the tree is a copy without its .git)
 #
 # Needs cmake, nvcc, a C compiler, and cJSON / cmocka / dlpack: taken from the
-# system, else unpacked from the Debian packages in .deps/ (scripts/gpu-deps.sh
-# downloads them on a machine with apt).  Exit status: 0 when every step
-# passed.
+# system, else unpacked from the Debian packages in .deps/ (not committed:
+# scripts/gpu-deps.sh downloads them on a machine with apt; copy .deps/ with
+# the checkout to a GPU machine that has no package registry).  Exit status:
+# 0 when every step passed, 1 when one failed, 2 when it cannot start.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 2
+case ${1:-full} in
+  full | quick) mode=${1:-full} ;;
+  *) echo "usage: scripts/gpu-check.sh [full|quick]" >&2; exit 2 ;;
+esac
+export PATH=$PATH:/usr/local/cuda/bin
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed)" >&2
+  exit 2
+fi
 out=$root/build-gpu/out
 rm -rf "$out"
 mkdir -p "$out"
-mode=${1:-full}
-export PATH=$PATH:/usr/local/cuda/bin
 
 # ---- dependencies --------------------------------------------------------
-prefix_args=()
+prefix_args=(-DDSV4KV_WITH_CUDA=ON)
 if [ -n "${DSV4KV_GPU_DEPS_FORCE:-}" ] || [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/cmocka.h ] ||
   [ ! -f /usr/include/dlpack/dlpack.h ]; then
-  deps=/tmp/dsv4kv-deps
+  deps=$root/build-gpu/deps
+  rm -rf "$deps"
   if ! ls .deps/*.deb >/dev/null 2>&1; then
     echo "gpu-check: cJSON, cmocka or dlpack missing and no .deps/*.deb to unpack (scripts/gpu-deps.sh)" >&2
     exit 2
@@ -53,7 +64,7 @@ if [ -n "${DSV4KV_GPU_DEPS_FORCE:-}" ] || [ ! -f /usr/include/cjson/cJSON.h ] ||
   export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
   export CPATH="$deps/usr/include${CPATH:+:$CPATH}"
-  prefix_args=(-DCMAKE_PREFIX_PATH="$deps/usr" -DDLPACK_INCLUDE_DIR="$deps/usr/include")
+  prefix_args+=(-DCMAKE_PREFIX_PATH="$deps/usr" -DDLPACK_INCLUDE_DIR="$deps/usr/include")
 fi
 
 traces=${DSV4KV_TRACES:-}
@@ -71,19 +82,20 @@ step() { # step NAME COMMAND...: output to $out/NAME.log, its tail shown on fail
   timeout "${STEP_TIMEOUT:-300}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   names+=("$name") secs+=($((SECONDS - t0)))
-  if [ $rc -eq 0 ]; then results+=(ok); else results+=("FAIL ($rc)"); tail -n 30 "$out/$name.log"; fi
-  tail -n 3 "$out/$name.log"
+  if [ $rc -eq 0 ]; then results+=(ok); else results+=("FAIL ($rc)"); fi
+  tail -n "$([ $rc -eq 0 ] && echo 3 || echo 30)" "$out/$name.log"
 }
 
 {
   date -u +"date: %Y-%m-%d %H:%M UTC"
-  echo "commit: $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  echo "commit: ${DSV4KV_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
   nvcc --version | tail -n 2 | sed 's/^/nvcc: /'
   echo "host: $(nproc) cores, $(uname -r)"
 } | tee "$out/machine.txt"
 
-step build bash -c "cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 ${prefix_args[*]} && cmake --build build-gpu -j$(nproc)"
+step configure cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${prefix_args[@]}"
+step build cmake --build build-gpu -j"$(nproc)"
 B=build-gpu
 step registry "$B/tests/ops_registry" --backend cuda --rounds 8
 step golden "$B/dsv4kv" verify --device cuda tests/golden
@@ -100,10 +112,14 @@ else
   names+=(run_trace) results+=("not run (no trace: set DSV4KV_TRACES)") secs+=(0)
 fi
 
-[ "$mode" != quick ] && step ctest bash -c "cd $B && OMP_WAIT_POLICY=passive ctest -j8 -LE long --output-on-failure"
+if [ "$mode" != quick ]; then
+  step ctest env OMP_WAIT_POLICY=passive ctest --test-dir "$B" -j8 -LE long --output-on-failure
+else
+  names+=(ctest) results+=("not run (quick)") secs+=(0)
+fi
 
 echo
-echo "summary ($(cat "$out/machine.txt" | sed -n 's/^gpu: //p'))" | tee "$out/summary.txt"
+echo "summary ($(sed -n 's/^gpu: //p' "$out/machine.txt"))" | tee "$out/summary.txt"
 fail=0
 for i in "${!names[@]}"; do
   printf "  %-22s %-40s %5ss\n" "${names[$i]}" "${results[$i]}" "${secs[$i]}" | tee -a "$out/summary.txt"

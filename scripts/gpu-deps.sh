@@ -7,5 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .deps
 cd .deps
+# (after apt-get update when the package lists are empty)
 apt-get download libcjson-dev libcjson1 libdlpack-dev libcmocka-dev libcmocka0
 ls -l

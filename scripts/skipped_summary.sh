@@ -11,7 +11,7 @@ hint() {
   case "$1" in
     sim_run_trace*) echo "the serving traces: scripts/fetch_traces.sh, or DSV4KV_TRACES=DIR" ;;
     verify_golden*) echo "golden files: tests/golden, or DSV4KV_GOLDEN=DIR" ;;
-    ops_cuda) echo "a CUDA build and a GPU" ;;
+    ops_cuda | cuda_graph_streams) echo "a CUDA build and a GPU" ;;
     ops_cpu_paths) echo "a SIMD CPU path this processor runs (none in this build yet)" ;;
     *plot*) echo "gnuplot (apt-get install gnuplot-nox)" ;;
     *fuzz*|*libfuzzer*) echo "clang with libFuzzer (apt-get install clang)" ;;

@@ -104,6 +104,9 @@ typedef struct backend_ops {
  * not built. */
 extern const backend_ops cpu_backend;
 const backend_ops *cuda_backend_if_built(void);
+/* Why cuda_backend_if_built() is NULL: "this build has no CUDA backend", or
+ * what CUDA reported ("" when the backend can run). */
+const char *cuda_unavailable_reason(void);
 /* dsv4kv_warmup on a CUDA device (src/cuda/backend_cuda.cu): loads the
  * kernels of every op (the indexer's only when `indexer`); *kernels gets how
  * many.  A stub answering DSV4KV_ERR_BACKEND_NOT_BUILT without the backend. */

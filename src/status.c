@@ -57,5 +57,6 @@ size_t dsv4kv_struct_size(const char *name) {
   if (!strcmp(name, "dsv4kv_cache_desc")) return sizeof(dsv4kv_cache_desc);
   if (!strcmp(name, "dsv4kv_report")) return sizeof(dsv4kv_report);
   if (!strcmp(name, "dsv4kv_flashinfer_args")) return sizeof(dsv4kv_flashinfer_args);
+  if (!strcmp(name, "dsv4kv_model_desc")) return sizeof(dsv4kv_model_desc);
   return 0;
 }

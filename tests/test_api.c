@@ -62,6 +62,7 @@ static void struct_sizes(void **state) {
   assert_int_equal(dsv4kv_struct_size("dsv4kv_cache_desc"), sizeof(dsv4kv_cache_desc));
   assert_int_equal(dsv4kv_struct_size("dsv4kv_report"), sizeof(dsv4kv_report));
   assert_int_equal(dsv4kv_struct_size("dsv4kv_flashinfer_args"), sizeof(dsv4kv_flashinfer_args));
+  assert_int_equal(dsv4kv_struct_size("dsv4kv_model_desc"), sizeof(dsv4kv_model_desc));
   assert_int_equal(dsv4kv_struct_size("dsv4kv_nothing"), 0);
   assert_int_equal(dsv4kv_struct_size(NULL), 0);
 }

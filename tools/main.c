@@ -57,7 +57,10 @@ static int print_version(int argc, char **argv) {
     printf(" (commit %s)", cli_git_commit());
   if (strcmp(lib, header) != 0)
     printf(" (built against header %s)", header);
-  printf("\nbackends: cpu%s\n", dsv4kv_backend_available(kDLCUDA) ? ", cuda" : " (cuda: not built, or no device visible)");
+  if (dsv4kv_backend_available(kDLCUDA))
+    printf("\nbackends: cpu, cuda\n");
+  else
+    printf("\nbackends: cpu (cuda: %s)\n", dsv4kv_backend_unavailable_reason(kDLCUDA));
   return 0;
 }
 

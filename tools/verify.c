@@ -4,7 +4,7 @@
  * when a call returned a DSV4KV_WARN_* status but every expected tensor
  * matched, or "FAIL <file>: <reason>"), then "N passed, N failed".  Exit status: 0 when at least one file was checked
  * and all passed, 1 when any file failed or a path could not be read, 2 for
- * a usage error. */
+ * a usage error or a device without a backend. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -38,8 +38,9 @@ static void usage(FILE *f) {
           "\n"
           "options:\n"
           "  -d, --device cpu|cuda  the device of the tensors handed to the library\n"
-          "                         (default cpu; a build without the CUDA backend\n"
-          "                         fails every file with the library's message)\n"
+          "                         (default cpu; cuda: each file's tensors staged in\n"
+          "                         GPU memory around each call; where the CUDA\n"
+          "                         backend cannot run, one line says why, exit 2)\n"
           "  -v, --verbose          also print each file's op and library time\n"
           "  -h, --help             this text\n"
           "\n"
@@ -49,7 +50,8 @@ static void usage(FILE *f) {
           "mismatch reads '<tensor> first differs at element <i> (<coords>): got <v>\n"
           "expected <v>; <n> of <total> elements differ', then 'N passed, N failed'.\n"
           "exit status: 0 if at least one file was checked and all passed, 1 if\n"
-          "any file failed or a path could not be read, 2 for a usage error.\n");
+          "any file failed or a path could not be read, 2 for a usage error or\n"
+          "a device without a backend.\n");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -245,7 +247,8 @@ int cmd_verify(int argc, char **argv) {
   }
   /* One answer, not one FAIL line per file, when the device has no backend. */
   if (s.device != kDLCPU && !dsv4kv_backend_available(s.device)) {
-    fprintf(stderr, "dsv4kv verify: --device cuda: this build has no CUDA backend (or no CUDA device is visible)\n");
+    fprintf(stderr, "dsv4kv verify: --device cuda: no CUDA backend here: %s\n",
+            dsv4kv_backend_unavailable_reason(s.device));
     return EXIT_USAGE;
   }
   for (int i = optind; i < argc; i++) verify_path(&s, argv[i]);

@@ -2,6 +2,7 @@
  * (device, stream, status), the report reset, and dsv4kv_warmup's loading of
  * the kernels a model will launch. */
 #include <stdio.h>
+#include <cuda_runtime_api.h>
 
 #include "cuda/cuda_common.cuh"
 
@@ -9,18 +10,54 @@ static const backend_ops cuda_backend = {
     "cuda", 1, cuda_insert, cuda_gather, cuda_global_topk, cuda_combine, cuda_flashinfer, cuda_indexer_store,
 };
 
+/* Why the backend cannot run here ("" when it can). */
+static char unusable[256];
+
+/* Compute capability major of device d (cached; the kernels are sm_90 code
+ * and compute_90 PTX, which older GPUs cannot run). */
+static int device_major(int d) {
+  static volatile int major[64];
+  if (d < 0) return 0;
+  if (d < 64 && major[d]) return major[d];
+  int m = 0;
+  if (cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  if (d < 64) major[d] = m;
+  return m;
+}
+
 extern "C" const backend_ops *cuda_backend_if_built(void) {
-  /* A build with the backend on a machine without a usable GPU (no driver,
-   * no device) has no CUDA backend to offer.  Asked once: a process's devices
-   * do not change (every thread computes the same answer). */
+  /* A build with the backend on a machine that cannot run it (no driver, a
+   * driver older than the runtime, no GPU, only pre-Hopper GPUs) has no CUDA
+   * backend to offer.  Asked once: a process's devices do not change (every
+   * thread computes the same answer). */
   static volatile int usable = -1;
   if (usable < 0) {
-    int n = 0;
+    int n = 0, ok = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) cudaGetLastError(); /* leave no error for the caller's next check */
-    usable = e == cudaSuccess && n > 0;
+    if (e != cudaSuccess) {
+      cudaGetLastError(); /* leave no error for the caller's next check */
+      snprintf(unusable, sizeof unusable,
+               "the CUDA backend is built but the CUDA runtime (%d.%d, linked in) reports: %s", CUDART_VERSION / 1000,
+               CUDART_VERSION % 1000 / 10, cudaGetErrorString(e));
+    } else if (n < 1) {
+      snprintf(unusable, sizeof unusable, "the CUDA backend is built but no CUDA device is visible");
+    } else {
+      for (int d = 0; d < n && !ok; d++) ok = device_major(d) >= 9;
+      if (!ok)
+        snprintf(unusable, sizeof unusable,
+                 "the CUDA backend is built for compute capability 9.0 and newer; no visible device has it");
+    }
+    usable = ok;
   }
   return usable ? &cuda_backend : NULL;
+}
+
+extern "C" const char *cuda_unavailable_reason(void) {
+  cuda_backend_if_built();
+  return unusable;
 }
 
 dsv4kv_status cuda_enter(cuda_call *c, int device_id, const exec_opts *o) {
@@ -32,16 +69,22 @@ dsv4kv_status cuda_enter(cuda_call *c, int device_id, const exec_opts *o) {
     cudaGetLastError();
     return dsv4kv_fail(DSV4KV_ERR_BACKEND, "CUDA device %d cannot be used: %s", device_id, cudaGetErrorString(e));
   }
-  /* An error left by the caller's own earlier work is not this call's. */
-  cudaGetLastError();
+  if (device_major(device_id) < 9) {
+    if (c->prev != device_id) cudaSetDevice(c->prev);
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND, "CUDA device %d has compute capability %d.x; dsv4kv's kernels need 9.0 or newer",
+                       device_id, device_major(device_id));
+  }
   return DSV4KV_OK;
 }
 
 dsv4kv_status cuda_leave(cuda_call *c, const char *what) {
   cudaError_t e = cudaGetLastError();
   if (c->prev != c->dev) cudaSetDevice(c->prev);
+  /* The launch error of this thread: ours, or one that earlier work left
+   * pending (a sticky error after a fault).  Either way the call's work is
+   * not done; it is reported, not silently cleared. */
   if (e != cudaSuccess)
-    return dsv4kv_fail(DSV4KV_ERR_BACKEND, "CUDA: launching %s on device %d failed: %s", what, c->dev,
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND, "CUDA: %s on device %d: %s (launch status of this thread)", what, c->dev,
                        cudaGetErrorString(e));
   return DSV4KV_OK;
 }

@@ -56,8 +56,8 @@ static dsv4kv_status backend_of(const tview *v, const backend_ops **be) {
   }
   if (v->device == kDLCUDA || v->device == kDLCUDAManaged) {
     if ((*be = cuda_backend_if_built())) return DSV4KV_OK;
-    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
-                       "the tensors are on CUDA device %d but this build has no CUDA backend", v->device_id);
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT, "the tensors are on CUDA device %d but %s", v->device_id,
+                       cuda_unavailable_reason());
   }
   return dsv4kv_fail(DSV4KV_ERR_DEVICE, "the tensors are on %s, which no backend of this build runs",
                      device_name(v->device, b, sizeof b));
@@ -125,8 +125,15 @@ int dsv4kv_backend_available(DLDeviceType device_type) {
   return 0;
 }
 
+const char *dsv4kv_backend_unavailable_reason(DLDeviceType device_type) {
+  if (dsv4kv_backend_available(device_type)) return NULL;
+  if (device_type == kDLCUDA || device_type == kDLCUDAManaged) return cuda_unavailable_reason();
+  return "no backend of this build runs that device type";
+}
+
 #ifndef DSV4KV_WITH_CUDA
 const backend_ops *cuda_backend_if_built(void) { return NULL; }
+const char *cuda_unavailable_reason(void) { return "this build has no CUDA backend"; }
 dsv4kv_status cuda_warmup(int device_id, int indexer, int32_t *kernels) {
   (void)indexer;
   if (kernels) *kernels = 0;

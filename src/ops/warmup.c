@@ -35,9 +35,8 @@ dsv4kv_status dsv4kv_warmup(const dsv4kv_model_desc *m, DLDevice device, int32_t
     return dsv4kv_fail(DSV4KV_ERR_DEVICE, "device type %d: only kDLCPU and kDLCUDA have backends",
                        (int)device.device_type);
   if (!cuda_backend_if_built())
-    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT,
-                       "device is CUDA device %d but this build has no CUDA backend (or no CUDA device is visible)",
-                       device.device_id);
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT, "device is CUDA device %d but %s", device.device_id,
+                       cuda_unavailable_reason());
   if ((st = cuda_warmup(device.device_id, compressed, kernels_loaded))) return st;
   dsv4kv_clear_error();
   return DSV4KV_OK;

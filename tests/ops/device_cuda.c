@@ -20,14 +20,14 @@ static int check(cudaError_t e, const char *what) {
   fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
   return 1;
 }
-static cudaStream_t stream;
+static cudaStream_t ops_stream;
 static int cuda_upload(void *dst, const void *src, size_t n) {
-  return check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync to the device") ||
-         check(cudaStreamSynchronize(stream), "cudaStreamSynchronize after an upload");
+  return check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, ops_stream), "cudaMemcpyAsync to the device") ||
+         check(cudaStreamSynchronize(ops_stream), "cudaStreamSynchronize after an upload");
 }
 static int cuda_download(void *dst, const void *src, size_t n) {
-  return check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync from the device") ||
-         check(cudaStreamSynchronize(stream), "cudaStreamSynchronize after a download");
+  return check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, ops_stream), "cudaMemcpyAsync from the device") ||
+         check(cudaStreamSynchronize(ops_stream), "cudaStreamSynchronize after a download");
 }
 static int cuda_sync(void *stream) {
   return check(cudaStreamSynchronize((cudaStream_t)stream), "cudaStreamSynchronize");
@@ -39,8 +39,8 @@ const ops_device *ops_cuda_device(void) {
   if (!ready) {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) return NULL;
-    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return NULL;
-    d.stream = stream;
+    if (cudaStreamCreateWithFlags(&ops_stream, cudaStreamNonBlocking) != cudaSuccess) return NULL;
+    d.stream = ops_stream;
     ready = 1;
   }
   return &d;
