@@ -49,7 +49,7 @@ mkdir -p "$out"
 prefix_args=(-DDSV4KV_WITH_CUDA=ON)
 if [ -n "${DSV4KV_GPU_DEPS_FORCE:-}" ] || [ ! -f /usr/include/cjson/cJSON.h ] || [ ! -f /usr/include/cmocka.h ] ||
   [ ! -f /usr/include/dlpack/dlpack.h ]; then
-  deps=$root/build-gpu/deps
+  deps=${TMPDIR:-/tmp}/dsv4kv-deps-$(id -u) # outside the trees: CMake refuses exported paths inside them
   rm -rf "$deps"
   if ! ls .deps/*.deb >/dev/null 2>&1; then
     echo "gpu-check: cJSON, cmocka or dlpack missing and no .deps/*.deb to unpack (scripts/gpu-deps.sh)" >&2

@@ -116,6 +116,7 @@ int sim_run(const sim_config *cfg) {
   outputs o;
   if (open_outputs(cfg, &o)) {
     close_outputs(&o, 0, cfg->plot_path);
+    sim_dev_close();
     return SIM_EXIT_CANNOT_RUN;
   }
   int n = cfg->num_formats > 0 ? cfg->num_formats : 1, rc = SIM_EXIT_OK, ran = 0, plotted = 0;

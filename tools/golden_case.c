@@ -452,8 +452,8 @@ int gc_status(golden_case *c, const char *call, dsv4kv_status st) {
   if (!why || !*why) why = "(no message)";
   const char *name = dsv4kv_status_string(st);
   int name_len = (int)strcspn(name, ":"); /* "DSV4KV_WARN_SKIPPED" of "...: text" */
+  if (c->dev_msg[0]) why = c->dev_msg; /* --device cuda: a staging failure, or the report's warning */
   if (dsv4kv_is_error(st)) return gc_fail(c, "%s returned %s: %s", call, name, why);
-  if (c->dev_msg[0]) why = c->dev_msg; /* a device call's warning comes from its report */
   /* A warning: the call completed every valid entry (e.g. slots below -1,
    * which the reference skips too), so the expected bytes decide.  It is
    * kept in c->msg, where golden_verify_file hands it to the PASS line (or

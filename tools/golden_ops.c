@@ -25,8 +25,8 @@ static double now_seconds(void) {
  * and back around it (golden_device.c). */
 #define TIMED(c, st, call)                                 \
   do {                                                     \
-    if (gc_device_begin(c)) {                              \
-      (st) = DSV4KV_ERR_BACKEND;                           \
+    if (gc_device_begin(c)) { /* undo what was staged */   \
+      (st) = gc_device_end((c), DSV4KV_ERR_BACKEND);       \
       break;                                               \
     }                                                      \
     double t0_ = now_seconds();                            \

@@ -22,6 +22,7 @@
  * One line per case per path ("name path: ok"), then "N passed, N failed,
  * N skipped".  Exit 0 when nothing failed.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +230,8 @@ static void report_line(tally *t, const ops_case *c, const char *path, int fail,
   else t->passed++;
 }
 
+#define OPS_MAX_ROUNDS 10000 /* a typo cannot start a run of days */
+
 static uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -336,8 +339,23 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
     else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
     else if (!strcmp(argv[i], "--list")) list = 1;
-    else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || end == argv[i] || v < 1 || v > OPS_MAX_ROUNDS) {
+        fprintf(stderr, "--rounds wants an integer in [1, %d], got '%s'\n", OPS_MAX_ROUNDS, argv[i]);
+        return 2;
+      }
+      rounds = (int)v;
+    } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+      char *end;
+      errno = 0;
+      seed = strtoull(argv[++i], &end, 0);
+      if (*end || end == argv[i] || errno || argv[i][0] == '-') {
+        fprintf(stderr, "--seed wants an unsigned 64-bit integer, got '%s'\n", argv[i]);
+        return 2;
+      }
+    }
     else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) t.verbose = 1;
     else {
       fprintf(stderr, "usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--verbose] | --list\n",
@@ -371,12 +389,13 @@ int main(int argc, char **argv) {
   }
   select_path(dsv4kv_cpu_path_name(0)); /* the baseline of every mode */
   clock_t t0 = clock();
-  if (rounds < 1) rounds = 1;
   if (rounds > 1) printf("%d rounds, seed %" PRIu64 "\n", rounds, seed);
+  int matched = 0;
   for (int k = 0; k < rounds; k++) {
     for (int i = 0; i < l.n; i++) {
       if (filter && !strstr(l.v[i].name, filter)) continue;
       ops_case c = l.v[i];
+      matched += k == 0;
       if (k > 0) { /* fresh draws: the case's seed mixed with (seed, round) */
         c.seed ^= splitmix64(seed + (uint64_t)k * 0x9E3779B97F4A7C15ull);
         char name[sizeof c.name];
@@ -389,7 +408,7 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
-  printf("%d cases x %d rounds in %.1f s of CPU time\n", l.n, rounds, (double)(clock() - t0) / CLOCKS_PER_SEC);
+  printf("%d cases x %d rounds in %.1f s of CPU time\n", matched, rounds, (double)(clock() - t0) / CLOCKS_PER_SEC);
   printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
   free(l.v);
   return t.failed ? 1 : 0;
