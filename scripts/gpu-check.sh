@@ -70,7 +70,7 @@ fi
 traces=${DSV4KV_TRACES:-}
 [ -z "$traces" ] && [ -d ../shared/traces ] && traces=../shared/traces
 [ -z "$traces" ] && [ -d .gpu-traces ] && traces=.gpu-traces
-trace_file=${traces:+$traces/AzureLLMInferenceTrace_conv_first15min.csv}
+trace_file=${traces:+$traces/AzureLLMInferenceTrace_code_first15min.csv}
 
 # ---- steps -----------------------------------------------------------------
 names=() results=() secs=()
