@@ -132,11 +132,7 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
     int64_t chunks = (rows_left + CUDA_WARPS - 1) / CUDA_WARPS;
     chunks = chunks < 1 ? 1 : chunks > 64 ? 64 : chunks;
     const dim3 grid((unsigned)a->R, (unsigned)chunks);
-    gather_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    if (r) {
-      p.note.detail = 1;
-      gather_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    }
+    CUDA_LAUNCH_REPORTED(gather_kernel, grid, call, p);
   }
   return cuda_leave(&call, "dequantize_and_gather_k_cache");
 }

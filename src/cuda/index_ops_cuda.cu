@@ -57,11 +57,7 @@ extern "C" dsv4kv_status cuda_global_topk(const global_topk_args *a, const exec_
   cuda_report_reset(&call, r, OP_GLOBAL_TOPK);
   if (a->T > 0) {
     const unsigned grid = cuda_grid_rows(a->T);
-    global_topk_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    if (r) {
-      p.note.detail = 1;
-      global_topk_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    }
+    CUDA_LAUNCH_REPORTED(global_topk_kernel, grid, call, p);
   }
   return cuda_leave(&call, "compute_global_topk_indices_and_lens");
 }
@@ -149,11 +145,7 @@ extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o,
   if (a->R > 0) {
     int64_t rows = a->T > (a->R + 31) / 32 ? a->T : (a->R + 31) / 32;
     const unsigned grid = cuda_grid_rows(rows);
-    combine_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    if (r) {
-      p.note.detail = 1;
-      combine_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    }
+    CUDA_LAUNCH_REPORTED(combine_kernel, grid, call, p);
   }
   return cuda_leave(&call, "combine_topk_swa_indices");
 }
@@ -309,11 +301,7 @@ extern "C" dsv4kv_status cuda_flashinfer(const flashinfer_args *a, const exec_op
   cuda_report_reset(&call, r, OP_FLASHINFER);
   if (a->D + a->P > 0) {
     const unsigned grid = cuda_grid_rows(a->D + a->P);
-    flashinfer_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    if (r) {
-      p.note.detail = 1;
-      flashinfer_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    }
+    CUDA_LAUNCH_REPORTED(flashinfer_kernel, grid, call, p);
   }
   return cuda_leave(&call, "build_flashinfer_mixed_sparse_indices");
 }

@@ -155,11 +155,7 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   cuda_report_reset(&call, r, OP_INDEXER_STORE);
   if (a->T > 0) {
     const unsigned grid = cuda_grid_rows(a->T);
-    indexer_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    if (r) {
-      p.note.detail = 1;
-      indexer_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    }
+    CUDA_LAUNCH_REPORTED(indexer_kernel, grid, call, p);
   }
   return cuda_leave(&call, "indexer_k_norm_rope_store");
 }

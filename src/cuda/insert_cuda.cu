@@ -106,11 +106,7 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
   cuda_report_reset(&call, r, OP_INSERT);
   if (a->T > 0) {
     const unsigned grid = cuda_grid_rows(a->T);
-    insert_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    if (r) {
-      p.note.detail = 1;
-      insert_kernel<<<grid, CUDA_BLOCK, 0, call.stream>>>(p);
-    }
+    CUDA_LAUNCH_REPORTED(insert_kernel, grid, call, p);
   }
   return cuda_leave(&call, "quantize_and_insert_k_cache");
 }
