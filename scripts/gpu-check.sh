@@ -15,6 +15,8 @@
 #   run, run_trace dsv4kv run --device cuda on the default workload and on a
 #                  trace (DSV4KV_TRACES, else ../shared/traces, else
 #                  .gpu-traces/), with each op's GPU time and GB/s
+#   python_*       pip install of the package, then tests/python with torch
+#                  (golden files as CUDA tensors, CUDA = CPU, a torch graph)
 #   ctest          the whole suite (-LE long) on a machine with a GPU, so
 #                  ops_cuda and cuda_graph_streams run instead of skipping
 # and prints a summary table last.  Logs go to build-gpu/out/ (and, when $OUT
@@ -112,6 +114,12 @@ else
   names+=(run_trace) results+=("not run (no trace: set DSV4KV_TRACES)") secs+=(0)
 fi
 
+# The Python package: built by pip (no build isolation: no registry there),
+# then tests/python with torch on the GPU (golden files as CUDA tensors, CUDA
+# against CPU, a torch CUDA graph of a decode step).
+step python_install env CMAKE_ARGS="${prefix_args[*]}" python3 -m pip install -q --no-build-isolation --no-deps \
+  --target build-gpu/py .
+step python_tests env PYTHONPATH=build-gpu/py python3 -m pytest -q -p no:cacheprovider tests/python
 if [ "$mode" != quick ]; then
   step ctest env OMP_WAIT_POLICY=passive ctest --test-dir "$B" -j8 -LE long --output-on-failure
 else

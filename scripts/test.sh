@@ -45,11 +45,25 @@ fi
 install_start=$SECONDS
 DSV4KV_BUILD_DIR=build scripts/check_install.sh || failed+=("install check (scripts/check_install.sh)")
 
-echo "dsv4kv tests: Release suite ${normal_s} s, sanitizer build and suite $((install_start - start - normal_s)) s, install check $((SECONDS - install_start)) s"
+# 4. The Python package as a user installs it: a fresh virtual environment
+# with numpy, ml_dtypes, safetensors and pytest from PyPI, `pip install .`
+# (scikit-build-core builds the library again, inside the package), and the
+# pytest suite (tests/python) against that installed package.
+py_start=$SECONDS
+venv=build-py/venv
+if python3 -m venv --clear "$venv" && "$venv/bin/pip" install -q numpy ml_dtypes safetensors pytest &&
+  "$venv/bin/pip" install -q . ; then
+  (cd tests/python && DSV4KV_EXPECT_INSTALLED=1 "../../$venv/bin/python" -m pytest -q -p no:cacheprovider .) ||
+    failed+=("Python package (pytest tests/python)")
+else
+  failed+=("Python package (pip install .)")
+fi
+
+echo "dsv4kv tests: Release suite ${normal_s} s, sanitizer build and suite $((install_start - start - normal_s)) s, install check $((py_start - install_start)) s, Python package $((SECONDS - py_start)) s"
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'dsv4kv tests FAILED in: %s\n' "${failed[@]}"
   scripts/skipped_summary.sh "$logs/release.log" "$logs/asan.log"
   exit 1
 fi
-echo "dsv4kv tests: all passed (both builds and the install)"
+echo "dsv4kv tests: all passed (both builds, the install and the Python package)"
 scripts/skipped_summary.sh "$logs/release.log" "$logs/asan.log"

@@ -1,0 +1,171 @@
+"""Tensors into the library without copies (DLPack), outputs allocated with
+the caller's framework, and one call with its options and report.
+
+torch tensors (CPU and CUDA) and numpy arrays cross through ``__dlpack__``:
+the DLTensor the library gets points at the caller's memory.  numpy has no
+bf16: ml_dtypes' ``bfloat16`` arrays are passed as their uint16 bits with the
+dtype marked bf16, and, as a documented fallback, plain uint16 arrays are
+taken as bf16 bits where the library expects bf16.
+"""
+
+import ctypes
+
+from . import _lib
+from ._lib import DLTensor, Options, Report, lib
+
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+class Tensor:
+    """One argument as the library sees it: its DLTensor, and what keeps the
+    memory (and the DLPack capsule) alive during the call."""
+
+    __slots__ = ("dl", "keep", "obj")
+
+    def __init__(self, obj, name, bf16=False):
+        self.obj = obj
+        if obj is None:
+            raise _lib.DSV4KVValueError("%s is None" % name, 1)
+        src, mark_bf16 = obj, False
+        if _is_torch(obj):
+            import torch
+
+            if obj.is_cuda:
+                capsule = obj.__dlpack__(stream=torch.cuda.current_stream(obj.device).cuda_stream)
+            else:
+                capsule = obj.__dlpack__()
+        else:
+            dt = getattr(obj, "dtype", None)
+            if dt is None or not hasattr(obj, "__dlpack__"):
+                raise _lib.DSV4KVTypeError(
+                    "%s is a %s; dsv4kv takes torch tensors and numpy arrays (DLPack)" % (name, type(obj).__name__), 2
+                )
+            if dt.name == "bfloat16":  # ml_dtypes
+                src, mark_bf16 = obj.view("uint16"), True
+            elif bf16 and dt.name == "uint16":  # the documented fallback: bf16 bits
+                mark_bf16 = True
+            capsule = src.__dlpack__()
+        ptr = _get_pointer(capsule, b"dltensor")
+        managed = _lib.DLManagedTensor.from_address(ptr)
+        self.dl = DLTensor()
+        ctypes.memmove(ctypes.byref(self.dl), ctypes.byref(managed.dl_tensor), ctypes.sizeof(DLTensor))
+        if mark_bf16:
+            self.dl.dtype.code, self.dl.dtype.bits = _lib.kDLBfloat, 16
+        self.keep = (capsule, src)
+
+    def ref(self):
+        return ctypes.byref(self.dl)
+
+
+def arg(obj, name, bf16=False):
+    """A library argument, or a NULL pointer for None."""
+    return Tensor(obj, name, bf16) if obj is not None else None
+
+
+def ptr(t):
+    return t.ref() if t is not None else None
+
+
+def device_of(*tensors):
+    for t in tensors:
+        if t is not None and t.dl.device.device_type != _lib.kDLCPU:
+            return t
+    return None
+
+
+# ---- outputs the reference allocates -----------------------------------------
+
+
+def new_output(like, shape, dtype, fill=None):
+    """An int32 / bool array of `shape` from like's framework, on like's device."""
+    if _is_torch(like):
+        import torch
+
+        tdt = {"int32": torch.int32, "bool": torch.bool}[dtype]
+        if fill is None:
+            return torch.empty(shape, dtype=tdt, device=like.device)
+        return torch.full(shape, fill, dtype=tdt, device=like.device)
+    import numpy as np
+
+    if fill is None:
+        return np.empty(shape, dtype=dtype)
+    return np.full(shape, fill, dtype=dtype)
+
+
+# ---- settings and the last call's report ---------------------------------------
+
+_settings = {"raise_on_skip": False, "check_nonfinite": False, "num_threads": 0}
+
+
+def configure(raise_on_skip=None, check_nonfinite=None, num_threads=None):
+    """Process-wide call options: raise SkippedEntriesError when a call skipped
+    entries (on CUDA this synchronizes the stream after each call); count
+    NaN / Inf in the inputs of inserts and the indexer store; CPU threads per
+    call (0 = OpenMP's default).  Arguments left None are unchanged; returns
+    the settings."""
+    for k, v in (("raise_on_skip", raise_on_skip), ("check_nonfinite", check_nonfinite), ("num_threads", num_threads)):
+        if v is not None:
+            _settings[k] = type(_settings[k])(v)
+    return dict(_settings)
+
+
+def last_report():
+    """The report of this thread's last call: a dict with skipped, nonfinite,
+    status (0 OK, 11 skipped, 12 non-finite) and message (the first skipped
+    entry, named as the library names it).  For a CUDA call this reads the
+    report from device memory, which waits for the call to finish."""
+    last = getattr(_lib._state, "last", None)
+    if last is None:
+        return None
+    rep = last["report"]
+    if last["device"] is not None:  # a torch CUDA uint8 tensor holding the report
+        host = last["device"].cpu().numpy().tobytes()
+        rep = Report.from_buffer_copy(host)
+    return {
+        "skipped": rep.skipped,
+        "nonfinite": rep.nonfinite,
+        "status": lib.dsv4kv_report_status(ctypes.byref(rep)),
+        "message": _lib.report_message(rep),
+    }
+
+
+def call(what, fn, tensors, *args_after):
+    """Runs library function `fn` with `args_after` (already built from
+    `tensors`), with the options of the tensors' device; raises on errors and,
+    when configured, on skipped entries."""
+    dev = device_of(*tensors)
+    opt = Options()
+    opt.check_nonfinite = int(_settings["check_nonfinite"])
+    opt.num_threads = int(_settings["num_threads"])
+    rep = Report()
+    dev_rep = None
+    if dev is None:
+        skipped, nonfinite = ctypes.c_int64(0), ctypes.c_int64(0)
+        opt.skipped, opt.nonfinite = ctypes.pointer(skipped), ctypes.pointer(nonfinite)
+        opt.report = ctypes.cast(ctypes.byref(rep), ctypes.c_void_p)
+    else:
+        if not _is_torch(dev.obj):
+            raise _lib.DSV4KVTypeError("%s: device tensors must be torch tensors" % what, 2)
+        import torch
+
+        dev_rep = torch.empty(ctypes.sizeof(Report), dtype=torch.uint8, device=dev.obj.device)
+        opt.report = dev_rep.data_ptr()
+        opt.stream = torch.cuda.current_stream(dev.obj.device).cuda_stream
+    st = fn(*args_after, ctypes.byref(opt))
+    if st not in (_lib.OK, _lib.WARN_SKIPPED, _lib.WARN_NONFINITE):
+        raise_for(st, what)
+    _lib._state.last = {"report": rep, "device": dev_rep}
+    if _settings["raise_on_skip"]:
+        r = last_report()
+        if r["skipped"]:
+            raise _lib.SkippedEntriesError("%s: %s" % (what, r["message"]), _lib.WARN_SKIPPED)
+    return st
+
+
+raise_for = _lib.raise_for

@@ -1,0 +1,184 @@
+"""The reference's cache_utils module: inserts, the gather and the
+sparse-attention index builders, with the reference's names, parameters,
+defaults and return values, running libdsv4kv (CPU, or CUDA for torch CUDA
+tensors, on torch's current stream).
+
+What differs from the reference: every index read from a tensor is
+bounds-checked; an entry that would touch memory outside its tensor is
+skipped and counted instead (no exception by default: ``dsv4kv.last_report()``
+gives the count and names the first entry, ``dsv4kv.configure(raise_on_skip=
+True)`` raises ``SkippedEntriesError`` instead).  Bad arguments raise
+ValueError, wrong dtypes TypeError, backend failures RuntimeError.
+"""
+
+import ctypes
+
+from . import _lib
+from ._lib import CacheDesc, FlashinferArgs, lib
+from ._tensors import arg, call, new_output, ptr
+
+V4_BYTES_PER_TOKEN = 584
+MXFP8_BYTES_PER_TOKEN = 528
+NVFP4_BYTES_PER_TOKEN = 288
+INDEXER_FP8_BYTES_PER_TOKEN = 132
+INDEXER_MXFP4_BYTES_PER_TOKEN = 68
+SPARSE_PREFILL_TOPK_ALIGNMENT = 128
+
+_MAIN_WIDTHS = {V4_BYTES_PER_TOKEN: _lib.RECORD_V4, MXFP8_BYTES_PER_TOKEN: _lib.RECORD_MXFP8,
+                NVFP4_BYTES_PER_TOKEN: _lib.RECORD_NVFP4}
+
+
+def _main_desc(k_cache, block_size, use_fnuz, bytes_per_token):
+    """The cache description as the reference reads it: the record from
+    k_cache.shape[-1] (3-D caches) or bytes_per_token; 3-D caches give the
+    block size too."""
+    shape = tuple(k_cache.shape)
+    width = shape[-1] if len(shape) == 3 else bytes_per_token
+    if width not in _MAIN_WIDTHS:
+        raise _lib.DSV4KVValueError(
+            "k_cache: record width %r is none of V4 (584), MXFP8 (528), NVFP4 (288) bytes per token" % (width,), 10)
+    if len(shape) == 3:
+        block_size = shape[1]
+    return CacheDesc(_MAIN_WIDTHS[width], _lib.FP8_FNUZ if use_fnuz else _lib.FP8_OCP, int(block_size), 0, 0)
+
+
+def quantize_and_insert_k_cache(k, k_cache, slot_mapping, block_size=64, is_ue8m0=True, use_fnuz=False,
+                                bytes_per_token=V4_BYTES_PER_TOKEN):
+    """Quantizes bf16 keys into their slots of a paged K cache (SPEC §3).
+
+    k             bf16 [T_k, 512] (numpy: ml_dtypes.bfloat16, or uint16 bits)
+    k_cache       uint8 [num_blocks, block_size, record bytes] or [num_blocks, page bytes]
+    slot_mapping  int64 [T], T <= T_k; -1 skips a row, other out-of-range slots are
+                  skipped and counted
+    block_size    tokens per block (a 3-D cache's shape[1] wins)
+    is_ue8m0      UE8M0 block scales: the only scale format dsv4kv stores (False raises)
+    use_fnuz      e4m3fnuz codes (ROCm) instead of OCP e4m3fn
+    bytes_per_token  584 (V4), 528 (MXFP8) or 288 (NVFP4) for a 2-D cache
+    Returns None; when two rows name one slot, the later row wins.
+    """
+    if not is_ue8m0:
+        raise _lib.DSV4KVValueError("is_ue8m0=False: dsv4kv stores UE8M0 block scales only", 6)
+    desc = _main_desc(k_cache, block_size, use_fnuz, bytes_per_token)
+    tk, tc, ts = arg(k, "k", bf16=True), arg(k_cache, "k_cache"), arg(slot_mapping, "slot_mapping")
+    call("quantize_and_insert_k_cache", lib.dsv4kv_quantize_and_insert_k_cache, (tk, tc, ts),
+         tk.ref(), tc.ref(), ctypes.byref(desc), ts.ref())
+
+
+def dequantize_and_gather_k_cache(out, k_cache, seq_lens, gather_lens, block_table, block_size, offset,
+                                  use_fnuz=False, max_gather_len=None, *, bytes_per_token=None):
+    """Dequantizes each request's last tokens into rows offset.. of out (SPEC §4).
+
+    out          bf16 [R_out >= R, max_tokens, 512]
+    k_cache      uint8 cache as for the insert (2-D: the record from bytes_per_token,
+                 else from the page width block_size x record)
+    seq_lens     int32 [R]; gather_lens int32 [R] or None (whole sequences)
+    block_table  int32 [R_bt >= R, max_pages]
+    max_gather_len  the reference's launch width: accepted, not needed
+    Returns None.  Lengths past out's rows or the sequence, and page ids past the
+    cache, are skipped and counted.
+    """
+    if bytes_per_token is None and len(tuple(k_cache.shape)) == 2:
+        per_page = tuple(k_cache.shape)[1]
+        fits = [w for w in _MAIN_WIDTHS if per_page == block_size * w]
+        bytes_per_token = fits[0] if fits else None
+    desc = _main_desc(k_cache, block_size, use_fnuz, bytes_per_token)
+    to, tc = arg(out, "out", bf16=True), arg(k_cache, "k_cache")
+    tsl, tgl, tbt = arg(seq_lens, "seq_lens"), arg(gather_lens, "gather_lens"), arg(block_table, "block_table")
+    call("dequantize_and_gather_k_cache", lib.dsv4kv_dequantize_and_gather_k_cache, (to, tc, tsl, tgl, tbt),
+         to.ref(), tc.ref(), ctypes.byref(desc), tsl.ref(), ptr(tgl), tbt.ref(), int(offset))
+
+
+def gather_num_workers(max_gather_len):
+    """The reference's gather launch width for max_gather_len (None: 128)."""
+    return int(lib.dsv4kv_gather_num_workers(-1 if max_gather_len is None else int(max_gather_len)))
+
+
+def compute_global_topk_indices_and_lens(topk_indices, token_to_req_indices, block_table, block_size,
+                                         is_valid_token):
+    """Maps request-local top-k positions to cache slots (SPEC §5.1).
+
+    topk_indices int32 [T, K]; token_to_req_indices int32 [T]; block_table int32
+    [R, P]; is_valid_token bool [T] (invalid rows are padding: 0 lens, no skips).
+    Returns (global_topk_indices int32 [T, K], topk_lens int32 [T]), allocated
+    like topk_indices.
+    """
+    T, K = tuple(topk_indices.shape)
+    glob = new_output(topk_indices, (T, K), "int32")
+    lens = new_output(topk_indices, (T,), "int32")
+    t = [arg(x, n) for x, n in ((topk_indices, "topk_indices"), (token_to_req_indices, "token_to_req_indices"),
+                                 (block_table, "block_table"), (is_valid_token, "is_valid_token"),
+                                 (glob, "global_topk_indices"), (lens, "topk_lens"))]
+    call("compute_global_topk_indices_and_lens", lib.dsv4kv_compute_global_topk_indices_and_lens, t,
+         t[0].ref(), t[1].ref(), t[2].ref(), int(block_size), t[3].ref(), t[4].ref(), t[5].ref())
+    return glob, lens
+
+
+def combine_topk_swa_indices(topk_indices, query_start_loc, seq_lens, gather_lens, window_size, compress_ratio,
+                             topk, M, N, out=None):
+    """One row per prefill token of top-k then sliding-window indices into the
+    gathered workspace (SPEC §5.2).
+
+    topk_indices int32 [T, W >= topk]; query_start_loc int32 [R + 1]; seq_lens,
+    gather_lens int32 [R]; M, N the workspace's row stride and SWA offset.
+    out: (combined, lens) to write into, else they are allocated like
+    topk_indices: combined int32 [T, round_up(topk + window_size, 128)] filled
+    with -1, lens int32 [T] filled with 0 (the reference leaves lens of tokens
+    outside every request uninitialized).
+    Returns (combined_indices, combined_lens).
+    """
+    T = tuple(topk_indices.shape)[0]
+    if out is None:
+        width = (topk + window_size + SPARSE_PREFILL_TOPK_ALIGNMENT - 1) // SPARSE_PREFILL_TOPK_ALIGNMENT * \
+            SPARSE_PREFILL_TOPK_ALIGNMENT
+        out = (new_output(topk_indices, (T, width), "int32", -1), new_output(topk_indices, (T,), "int32", 0))
+    combined, lens = out
+    t = [arg(x, n) for x, n in ((topk_indices, "topk_indices"), (query_start_loc, "query_start_loc"),
+                                 (seq_lens, "seq_lens"), (gather_lens, "gather_lens"),
+                                 (combined, "combined_indices"), (lens, "combined_lens"))]
+    call("combine_topk_swa_indices", lib.dsv4kv_combine_topk_swa_indices, t, t[0].ref(), t[1].ref(), t[2].ref(),
+         t[3].ref(), int(window_size), int(compress_ratio), int(topk), int(M), int(N), t[4].ref(), t[5].ref())
+    return combined, lens
+
+
+def build_flashinfer_mixed_sparse_indices(decode_swa_indices, decode_compressed_indices,
+                                          decode_compressed_topk_lens, prefill_topk_indices, query_start_loc,
+                                          seq_lens, token_to_req_indices, swa_block_table, swa_block_size,
+                                          compressed_block_table, compressed_block_size, window_size,
+                                          compress_ratio, topk, decode_compressed_indices_are_local=False,
+                                          decode_is_valid_token=None, swa_block_span=None,
+                                          compressed_block_span=None, *, replay_start):
+    """The FlashInfer sparse-index matrix of a decode-first mixed batch (SPEC §5.3).
+
+    D decode rows (decode_swa_indices int32 [D, S]) then P prefill rows
+    (prefill_topk_indices int32 [P, Wp]); replay_start int32 [R].
+    Returns (sparse_indices int32 [D + P, S + K4], sparse_topk_lens int32
+    [D + P]) with K4 = round_up(max(topk, Dk), 4), allocated like
+    decode_swa_indices.  Lookups outside a block table write -1 and are
+    counted (not for rows decode_is_valid_token marks as padding).
+    """
+    D, S = tuple(decode_swa_indices.shape)
+    P = tuple(prefill_topk_indices.shape)[0]
+    Dk = tuple(decode_compressed_indices.shape)[1] if decode_compressed_indices is not None else 0
+    K4 = (max(topk, Dk) + 3) // 4 * 4
+    sparse = new_output(decode_swa_indices, (D + P, S + K4), "int32")
+    lens = new_output(decode_swa_indices, (D + P,), "int32")
+    named = (("decode_swa_indices", decode_swa_indices), ("decode_compressed_indices", decode_compressed_indices),
+             ("decode_compressed_topk_lens", decode_compressed_topk_lens),
+             ("decode_is_valid_token", decode_is_valid_token), ("prefill_topk_indices", prefill_topk_indices),
+             ("query_start_loc", query_start_loc), ("seq_lens", seq_lens), ("replay_start", replay_start),
+             ("token_to_req_indices", token_to_req_indices), ("swa_block_table", swa_block_table),
+             ("compressed_block_table", compressed_block_table))
+    t = {n: arg(x, n) for n, x in named}
+    a = FlashinferArgs()
+    for n, _ in named:
+        if t[n] is not None:
+            setattr(a, n, ctypes.pointer(t[n].dl))
+    a.decode_compressed_indices_are_local = int(bool(decode_compressed_indices_are_local))
+    a.swa_block_size, a.compressed_block_size = int(swa_block_size), int(compressed_block_size)
+    a.swa_block_span = int(swa_block_span or 0)
+    a.compressed_block_span = int(compressed_block_span or 0)
+    a.window_size, a.compress_ratio, a.topk = int(window_size), int(compress_ratio), int(topk)
+    ts, tl = arg(sparse, "sparse_indices"), arg(lens, "sparse_topk_lens")
+    call("build_flashinfer_mixed_sparse_indices", lib.dsv4kv_build_flashinfer_mixed_sparse_indices,
+         list(t.values()) + [ts, tl], ctypes.byref(a), ts.ref(), tl.ref())
+    return sparse, lens

@@ -1,0 +1,134 @@
+"""The Python API on the CPU: zero copies, argument errors, skipped entries,
+bf16 from numpy, and a golden check that can fail."""
+import glob
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import dsv4kv
+import golden
+
+rng = np.random.default_rng(7)
+
+
+def keys(n):
+    return rng.standard_normal((n, 512)).astype(ml_dtypes.bfloat16)
+
+
+def v4_cache(pages=4, bs=64):
+    return np.full((pages, bs, dsv4kv.V4_BYTES_PER_TOKEN), 0xCD, dtype=np.uint8)
+
+
+def test_zero_copy_insert_and_gather():
+    cache = v4_cache()
+    before = cache.__array_interface__["data"][0]
+    k = keys(8)
+    slots = np.arange(8, dtype=np.int64) + 64
+    dsv4kv.quantize_and_insert_k_cache(k, cache, slots)
+    assert cache.__array_interface__["data"][0] == before
+    assert (cache[1, :8] != 0xCD).any() and (cache[0] == 0xCD).all()  # written in place, only the named slots
+    out = np.zeros((1, 8, 512), dtype=ml_dtypes.bfloat16)
+    dsv4kv.dequantize_and_gather_k_cache(out, cache, np.array([8], np.int32), None,
+                                         np.array([[1, 0]], np.int32), 64, 0)
+    err = np.abs(out[0].astype(np.float32) - k.astype(np.float32))
+    assert (err <= np.abs(k.astype(np.float32)) / 16 + 1e-2).all()  # dequantized in place, close to the keys
+
+
+def test_strided_views_are_not_copied():
+    cache = v4_cache()
+    big = keys(16)
+    k = big[::2]  # a strided view: the library reads it through its strides
+    dsv4kv.quantize_and_insert_k_cache(k, cache, np.arange(8, dtype=np.int64))
+    ref = v4_cache()
+    dsv4kv.quantize_and_insert_k_cache(np.ascontiguousarray(k), ref, np.arange(8, dtype=np.int64))
+    assert np.array_equal(cache, ref)
+
+
+def test_uint16_bits_equal_ml_dtypes_bf16():
+    k = keys(4)
+    a, b = v4_cache(), v4_cache()
+    dsv4kv.quantize_and_insert_k_cache(k, a, np.arange(4, dtype=np.int64))
+    dsv4kv.quantize_and_insert_k_cache(k.view(np.uint16), b, np.arange(4, dtype=np.int64))
+    assert np.array_equal(a, b)
+
+
+def test_records_from_the_cache_width():
+    for width in (dsv4kv.V4_BYTES_PER_TOKEN, dsv4kv.MXFP8_BYTES_PER_TOKEN, dsv4kv.NVFP4_BYTES_PER_TOKEN):
+        cache = np.zeros((2, 64, width), np.uint8)
+        dsv4kv.quantize_and_insert_k_cache(keys(3), cache, np.arange(3, dtype=np.int64))
+        assert cache[0, :3].any()
+
+
+def test_skipped_entries_are_reported_not_raised():
+    cache = v4_cache(pages=1)
+    slots = np.array([0, -1, 999, 3], dtype=np.int64)  # -1 silent, 999 past the cache
+    dsv4kv.quantize_and_insert_k_cache(keys(4), cache, slots)
+    r = dsv4kv.last_report()
+    assert r["skipped"] == 1 and r["status"] == 11 and "999" in r["message"]
+    dsv4kv.configure(raise_on_skip=True)
+    try:
+        with pytest.raises(dsv4kv.SkippedEntriesError, match="999"):
+            dsv4kv.quantize_and_insert_k_cache(keys(4), cache, slots)
+    finally:
+        dsv4kv.configure(raise_on_skip=False)
+    dsv4kv.quantize_and_insert_k_cache(keys(1), cache, np.array([2], np.int64))
+    assert dsv4kv.last_report()["skipped"] == 0
+
+
+def test_argument_errors():
+    cache = v4_cache()
+    with pytest.raises(TypeError, match="slot_mapping"):
+        dsv4kv.quantize_and_insert_k_cache(keys(2), cache, np.arange(2, dtype=np.int32))
+    with pytest.raises(ValueError, match="k"):
+        dsv4kv.quantize_and_insert_k_cache(keys(2)[:, :256], cache, np.arange(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="record width"):
+        dsv4kv.quantize_and_insert_k_cache(keys(2), np.zeros((2, 64, 100), np.uint8), np.arange(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="UE8M0"):
+        dsv4kv.quantize_and_insert_k_cache(keys(2), cache, np.arange(2, dtype=np.int64), is_ue8m0=False)
+    with pytest.raises(TypeError):
+        dsv4kv.quantize_and_insert_k_cache([[0.0] * 512], cache, np.arange(1, dtype=np.int64))
+    with pytest.raises(ValueError, match="block_size"):
+        dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
+                                         np.zeros((4, 64), np.float32), np.ones(128, np.float32), 1e-6,
+                                         np.zeros((1, 64 * 132), np.uint8), np.zeros(1, np.int64), 1, False)
+    with pytest.raises(ValueError, match="eps"):
+        dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
+                                         np.zeros((4, 64), np.float32), np.ones(128, np.float32), -1.0,
+                                         np.zeros((1, 64, 132), np.uint8), np.zeros(1, np.int64), 1, False)
+
+
+def test_outputs_allocated_like_the_inputs():
+    topk = np.array([[0, 5, -1, 70]], np.int32)
+    g, lens = dsv4kv.compute_global_topk_indices_and_lens(topk, np.zeros(1, np.int32), np.array([[3, 4]], np.int32),
+                                                          64, np.ones(1, bool))
+    assert isinstance(g, np.ndarray) and g.dtype == np.int32 and g.tolist() == [[192, 197, -1, 262]]
+    assert lens.tolist() == [3]
+    comb, clens = dsv4kv.combine_topk_swa_indices(np.zeros((4, 8), np.int32), np.array([0, 4], np.int32),
+                                                  np.array([4], np.int32), np.array([4], np.int32), 128, 4, 8, 64, 8)
+    assert comb.shape == (4, 256) and clens.tolist() == [1, 2, 3, 5]
+
+
+def test_version_and_library():
+    assert dsv4kv.version == dsv4kv.__version__ and os.path.exists(dsv4kv.library_path)
+    assert dsv4kv.gather_num_workers(None) == 128
+    assert dsv4kv.cuda_available() or dsv4kv.cuda_unavailable_reason()
+    if os.environ.get("DSV4KV_EXPECT_INSTALLED"):  # the test command's run: the pip-installed package
+        assert "site-packages" in dsv4kv.__file__ and "site-packages" in dsv4kv.library_path
+
+
+@pytest.mark.skipif(not golden.golden_files(), reason="no golden files")
+def test_golden_check_can_fail(monkeypatch):
+    path = [p for p in golden.golden_files() if "insert_v4" in p][0]
+    real = golden.load
+
+    def corrupted(p):
+        meta, t = real(p)
+        t["expected.k_cache"] = t["expected.k_cache"].copy()
+        t["expected.k_cache"].ravel()[100] ^= 1
+        return meta, t
+
+    monkeypatch.setattr(golden, "load", corrupted)
+    with pytest.raises(AssertionError, match="k_cache"):
+        golden.run(path)
