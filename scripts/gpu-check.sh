@@ -22,7 +22,8 @@
 # and prints a summary table last.  Logs go to build-gpu/out/ (and, when $OUT
 # names a folder, as one archive gpu-check-logs.tar.gz plus summary.txt there).
 #
-#   usage: scripts/gpu-check.sh [full|quick]   (quick: no sanitizers, no ctest)
+#   usage: scripts/gpu-check.sh [full|quick|python]
+#          (quick: no sanitizers, no ctest; python: the Python steps alone)
 #   env:   STEP_TIMEOUT (seconds a step may take, default 300), DSV4KV_COMMIT
 #          (the commit to print when the tree is a copy without its .git)
 #
@@ -35,8 +36,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
 case ${1:-full} in
-  full | quick) mode=${1:-full} ;;
-  *) echo "usage: scripts/gpu-check.sh [full|quick]" >&2; exit 2 ;;
+  full | quick | python) mode=${1:-full} ;;
+  *) echo "usage: scripts/gpu-check.sh [full|quick|python]" >&2; exit 2 ;;
 esac
 export PATH=$PATH:/usr/local/cuda/bin
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -96,16 +97,17 @@ step() { # step NAME COMMAND...: output to $out/NAME.log, its tail shown on fail
   echo "host: $(nproc) cores, $(uname -r)"
 } | tee "$out/machine.txt"
 
-step configure cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${prefix_args[@]}"
-step build cmake --build build-gpu -j"$(nproc)"
-B=build-gpu
-step registry "$B/tests/ops_registry" --backend cuda --rounds 8
-step golden "$B/dsv4kv" verify --device cuda tests/golden
-step cuda_tests "$B/tests/test_cuda"
-if [ "$mode" != quick ]; then
-  step memcheck_registry compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
-  step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
-  step racecheck_registry compute-sanitizer --tool racecheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda --filter dup
+if [ "$mode" != python ]; then
+  step configure cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${prefix_args[@]}"
+  step build cmake --build build-gpu -j"$(nproc)"
+  B=build-gpu
+  step registry "$B/tests/ops_registry" --backend cuda --rounds 8
+  step golden "$B/dsv4kv" verify --device cuda tests/golden
+  step cuda_tests "$B/tests/test_cuda"
+  if [ "$mode" = full ]; then
+    step memcheck_registry compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
+    step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
+    step racecheck_registry compute-sanitizer --tool racecheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda --filter dup
 fi
 step run "$B/dsv4kv" run --device cuda --json "$out/run.json"
 if [ -n "$trace_file" ] && [ -f "$trace_file" ]; then
@@ -114,16 +116,17 @@ else
   names+=(run_trace) results+=("not run (no trace: set DSV4KV_TRACES)") secs+=(0)
 fi
 
+fi
 # The Python package: built by pip (no build isolation: no registry there),
 # then tests/python with torch on the GPU (golden files as CUDA tensors, CUDA
 # against CPU, a torch CUDA graph of a decode step).
 step python_install env CMAKE_ARGS="${prefix_args[*]}" python3 -m pip install -q --no-build-isolation --no-deps \
   --target build-gpu/py .
 step python_tests env PYTHONPATH=build-gpu/py python3 -m pytest -q -p no:cacheprovider tests/python
-if [ "$mode" != quick ]; then
+if [ "$mode" = full ]; then
   step ctest env OMP_WAIT_POLICY=passive ctest --test-dir "$B" -j8 -LE long --output-on-failure
 else
-  names+=(ctest) results+=("not run (quick)") secs+=(0)
+  names+=(ctest) results+=("not run ($mode)") secs+=(0)
 fi
 
 echo

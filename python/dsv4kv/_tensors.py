@@ -37,7 +37,10 @@ class Tensor:
             import torch
 
             if obj.is_cuda:
-                capsule = obj.__dlpack__(stream=torch.cuda.current_stream(obj.device).cuda_stream)
+                # DLPack names the legacy default stream 1 (0 is not allowed);
+                # torch reports it as handle 0.
+                stream = torch.cuda.current_stream(obj.device).cuda_stream
+                capsule = obj.__dlpack__(stream=stream if stream != 0 else 1)
             else:
                 capsule = obj.__dlpack__()
         else:
