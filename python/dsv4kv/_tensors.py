@@ -9,6 +9,7 @@ taken as bf16 bits where the library expects bf16.
 """
 
 import ctypes
+import operator
 
 from . import _lib
 from ._lib import DLTensor, Options, Report, lib
@@ -66,6 +67,28 @@ class Tensor:
         return ctypes.byref(self.dl)
 
 
+def i32(x, name):
+    """A Python integer for an int32 parameter (ctypes would wrap it silently)."""
+    try:
+        v = operator.index(x)  # ints and numpy integers; not floats or strings
+    except TypeError:
+        raise _lib.DSV4KVTypeError("%s = %r is not an integer" % (name, x), 2) from None
+    if not -(1 << 31) <= v < (1 << 31):
+        raise _lib.DSV4KVValueError("%s = %r does not fit in int32" % (name, x), 6)
+    return v
+
+
+def i64(x, name):
+    """A Python integer for an int64 parameter."""
+    try:
+        v = operator.index(x)  # ints and numpy integers; not floats or strings
+    except TypeError:
+        raise _lib.DSV4KVTypeError("%s = %r is not an integer" % (name, x), 2) from None
+    if not -(1 << 63) <= v < (1 << 63):
+        raise _lib.DSV4KVValueError("%s = %r does not fit in int64" % (name, x), 6)
+    return v
+
+
 def arg(obj, name, bf16=False):
     """A library argument, or a NULL pointer for None."""
     return Tensor(obj, name, bf16) if obj is not None else None
@@ -112,6 +135,8 @@ def configure(raise_on_skip=None, check_nonfinite=None, num_threads=None):
     NaN / Inf in the inputs of inserts and the indexer store; CPU threads per
     call (0 = OpenMP's default).  Arguments left None are unchanged; returns
     the settings."""
+    if num_threads is not None and not 0 <= i32(num_threads, "num_threads") <= 4096:
+        raise _lib.DSV4KVValueError("num_threads = %r; must be in [0, 4096]" % (num_threads,), 6)
     for k, v in (("raise_on_skip", raise_on_skip), ("check_nonfinite", check_nonfinite), ("num_threads", num_threads)):
         if v is not None:
             _settings[k] = type(_settings[k])(v)

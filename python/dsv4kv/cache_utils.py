@@ -15,7 +15,7 @@ import ctypes
 
 from . import _lib
 from ._lib import CacheDesc, FlashinferArgs, lib
-from ._tensors import arg, call, new_output, ptr
+from ._tensors import arg, call, i32, i64, new_output, ptr
 
 V4_BYTES_PER_TOKEN = 584
 MXFP8_BYTES_PER_TOKEN = 528
@@ -39,7 +39,8 @@ def _main_desc(k_cache, block_size, use_fnuz, bytes_per_token):
             "k_cache: record width %r is none of V4 (584), MXFP8 (528), NVFP4 (288) bytes per token" % (width,), 10)
     if len(shape) == 3:
         block_size = shape[1]
-    return CacheDesc(_MAIN_WIDTHS[width], _lib.FP8_FNUZ if use_fnuz else _lib.FP8_OCP, int(block_size), 0, 0)
+    return CacheDesc(_MAIN_WIDTHS[width], _lib.FP8_FNUZ if use_fnuz else _lib.FP8_OCP, i32(block_size, "block_size"),
+                     0, 0)
 
 
 def quantize_and_insert_k_cache(k, k_cache, slot_mapping, block_size=64, is_ue8m0=True, use_fnuz=False,
@@ -85,12 +86,12 @@ def dequantize_and_gather_k_cache(out, k_cache, seq_lens, gather_lens, block_tab
     to, tc = arg(out, "out", bf16=True), arg(k_cache, "k_cache")
     tsl, tgl, tbt = arg(seq_lens, "seq_lens"), arg(gather_lens, "gather_lens"), arg(block_table, "block_table")
     call("dequantize_and_gather_k_cache", lib.dsv4kv_dequantize_and_gather_k_cache, (to, tc, tsl, tgl, tbt),
-         to.ref(), tc.ref(), ctypes.byref(desc), tsl.ref(), ptr(tgl), tbt.ref(), int(offset))
+         to.ref(), tc.ref(), ctypes.byref(desc), tsl.ref(), ptr(tgl), tbt.ref(), i64(offset, "offset"))
 
 
 def gather_num_workers(max_gather_len):
     """The reference's gather launch width for max_gather_len (None: 128)."""
-    return int(lib.dsv4kv_gather_num_workers(-1 if max_gather_len is None else int(max_gather_len)))
+    return int(lib.dsv4kv_gather_num_workers(-1 if max_gather_len is None else i64(max_gather_len, "max_gather_len")))
 
 
 def compute_global_topk_indices_and_lens(topk_indices, token_to_req_indices, block_table, block_size,
@@ -109,7 +110,7 @@ def compute_global_topk_indices_and_lens(topk_indices, token_to_req_indices, blo
                                  (block_table, "block_table"), (is_valid_token, "is_valid_token"),
                                  (glob, "global_topk_indices"), (lens, "topk_lens"))]
     call("compute_global_topk_indices_and_lens", lib.dsv4kv_compute_global_topk_indices_and_lens, t,
-         t[0].ref(), t[1].ref(), t[2].ref(), int(block_size), t[3].ref(), t[4].ref(), t[5].ref())
+         t[0].ref(), t[1].ref(), t[2].ref(), i32(block_size, "block_size"), t[3].ref(), t[4].ref(), t[5].ref())
     return glob, lens
 
 
@@ -127,16 +128,20 @@ def combine_topk_swa_indices(topk_indices, query_start_loc, seq_lens, gather_len
     Returns (combined_indices, combined_lens).
     """
     T = tuple(topk_indices.shape)[0]
+    topk, window_size = i32(topk, "topk"), i32(window_size, "window_size")
     if out is None:
         width = (topk + window_size + SPARSE_PREFILL_TOPK_ALIGNMENT - 1) // SPARSE_PREFILL_TOPK_ALIGNMENT * \
             SPARSE_PREFILL_TOPK_ALIGNMENT
         out = (new_output(topk_indices, (T, width), "int32", -1), new_output(topk_indices, (T,), "int32", 0))
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise _lib.DSV4KVValueError("out must be a (combined_indices, combined_lens) pair", 6)
     combined, lens = out
     t = [arg(x, n) for x, n in ((topk_indices, "topk_indices"), (query_start_loc, "query_start_loc"),
                                  (seq_lens, "seq_lens"), (gather_lens, "gather_lens"),
                                  (combined, "combined_indices"), (lens, "combined_lens"))]
     call("combine_topk_swa_indices", lib.dsv4kv_combine_topk_swa_indices, t, t[0].ref(), t[1].ref(), t[2].ref(),
-         t[3].ref(), int(window_size), int(compress_ratio), int(topk), int(M), int(N), t[4].ref(), t[5].ref())
+         t[3].ref(), i32(window_size, "window_size"), i32(compress_ratio, "compress_ratio"), i32(topk, "topk"),
+         i32(M, "M"), i32(N, "N"), t[4].ref(), t[5].ref())
     return combined, lens
 
 
@@ -159,7 +164,7 @@ def build_flashinfer_mixed_sparse_indices(decode_swa_indices, decode_compressed_
     D, S = tuple(decode_swa_indices.shape)
     P = tuple(prefill_topk_indices.shape)[0]
     Dk = tuple(decode_compressed_indices.shape)[1] if decode_compressed_indices is not None else 0
-    K4 = (max(topk, Dk) + 3) // 4 * 4
+    K4 = (max(i32(topk, "topk"), Dk) + 3) // 4 * 4
     sparse = new_output(decode_swa_indices, (D + P, S + K4), "int32")
     lens = new_output(decode_swa_indices, (D + P,), "int32")
     named = (("decode_swa_indices", decode_swa_indices), ("decode_compressed_indices", decode_compressed_indices),
@@ -174,10 +179,12 @@ def build_flashinfer_mixed_sparse_indices(decode_swa_indices, decode_compressed_
         if t[n] is not None:
             setattr(a, n, ctypes.pointer(t[n].dl))
     a.decode_compressed_indices_are_local = int(bool(decode_compressed_indices_are_local))
-    a.swa_block_size, a.compressed_block_size = int(swa_block_size), int(compressed_block_size)
-    a.swa_block_span = int(swa_block_span or 0)
-    a.compressed_block_span = int(compressed_block_span or 0)
-    a.window_size, a.compress_ratio, a.topk = int(window_size), int(compress_ratio), int(topk)
+    a.swa_block_size = i32(swa_block_size, "swa_block_size")
+    a.compressed_block_size = i32(compressed_block_size, "compressed_block_size")
+    a.swa_block_span = i32(swa_block_span or 0, "swa_block_span")
+    a.compressed_block_span = i32(compressed_block_span or 0, "compressed_block_span")
+    a.window_size, a.compress_ratio = i32(window_size, "window_size"), i32(compress_ratio, "compress_ratio")
+    a.topk = i32(topk, "topk")
     ts, tl = arg(sparse, "sparse_indices"), arg(lens, "sparse_topk_lens")
     call("build_flashinfer_mixed_sparse_indices", lib.dsv4kv_build_flashinfer_mixed_sparse_indices,
          list(t.values()) + [ts, tl], ctypes.byref(a), ts.ref(), tl.ref())

@@ -6,7 +6,7 @@ import ctypes
 
 from . import _lib
 from ._lib import CacheDesc, lib
-from ._tensors import arg, call
+from ._tensors import arg, call, i32
 
 
 def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, rms_norm_eps, k_cache,
@@ -35,9 +35,9 @@ def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, 
         raise _lib.DSV4KVValueError("k_cache is 2-D: pass block_size (tokens per block)", 6)
     record = _lib.RECORD_INDEXER_MXFP4 if use_fp4_cache else _lib.RECORD_INDEXER_FP8
     flags = (_lib.CACHE_MX_SCALE if mx_scale else 0) | (_lib.CACHE_TILED if shuffle else 0)
-    desc = CacheDesc(record, _lib.FP8_FNUZ if use_fnuz else _lib.FP8_OCP, int(block_size), 0, flags)
+    desc = CacheDesc(record, _lib.FP8_FNUZ if use_fnuz else _lib.FP8_OCP, i32(block_size, "block_size"), 0, flags)
     t = [arg(x, n, bf16=True) for x, n in ((k_pre, "k_pre"), (positions, "positions"),
                                            (cos_sin_cache, "cos_sin_cache"), (rms_norm_weight, "rms_norm_weight"),
                                            (k_cache, "k_cache"), (kv_slot_mapping, "kv_slot_mapping"))]
     call("indexer_k_norm_rope_store", lib.dsv4kv_indexer_k_norm_rope_store, t, t[0].ref(), t[1].ref(), t[2].ref(),
-         t[3].ref(), float(rms_norm_eps), t[4].ref(), ctypes.byref(desc), t[5].ref(), int(compress_ratio))
+         t[3].ref(), float(rms_norm_eps), t[4].ref(), ctypes.byref(desc), t[5].ref(), i32(compress_ratio, "compress_ratio"))

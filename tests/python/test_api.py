@@ -99,6 +99,21 @@ def test_argument_errors():
                                          np.zeros((1, 64, 132), np.uint8), np.zeros(1, np.int64), 1, False)
 
 
+def test_integers_are_range_checked_not_wrapped():
+    cache = v4_cache()
+    with pytest.raises(ValueError, match="block_size"):  # ctypes would have passed 64
+        dsv4kv.quantize_and_insert_k_cache(keys(1), np.zeros((4, 64 * 584), np.uint8), np.zeros(1, np.int64),
+                                           block_size=2**32 + 64)
+    with pytest.raises(ValueError, match="offset"):
+        dsv4kv.dequantize_and_gather_k_cache(np.zeros((1, 4, 512), ml_dtypes.bfloat16), cache,
+                                             np.ones(1, np.int32), None, np.zeros((1, 1), np.int32), 64, 2**64)
+    with pytest.raises(TypeError, match="window_size"):
+        dsv4kv.combine_topk_swa_indices(np.zeros((1, 8), np.int32), np.array([0, 1], np.int32), np.ones(1, np.int32),
+                                        np.ones(1, np.int32), "128", 4, 8, 64, 8)
+    with pytest.raises(ValueError, match="num_threads"):
+        dsv4kv.configure(num_threads=-1)
+
+
 def test_outputs_allocated_like_the_inputs():
     topk = np.array([[0, 5, -1, 70]], np.int32)
     g, lens = dsv4kv.compute_global_topk_indices_and_lens(topk, np.zeros(1, np.int32), np.array([[3, 4]], np.int32),
