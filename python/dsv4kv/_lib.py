@@ -113,7 +113,7 @@ kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool = 0, 1, 2, 4, 6
 def _candidates():
     env = os.environ.get("DSV4KV_LIBRARY")
     if env:
-        yield pathlib.Path(env)
+        yield pathlib.Path(env).resolve()  # a bare name would make the loader search its own paths
         return
     here = pathlib.Path(__file__).resolve().parent
     for name in ("libdsv4kv.so", "libdsv4kv.so.0"):
@@ -123,10 +123,19 @@ def _candidates():
 
 def _load():
     tried = []
+    env = os.environ.get("DSV4KV_LIBRARY")
     for path in _candidates():
-        if path.exists():
-            return ctypes.CDLL(str(path)), str(path)
+        if path.is_file():
+            try:
+                found = ctypes.CDLL(str(path))
+                found.dsv4kv_version  # noqa: B018  (a symbol only libdsv4kv has)
+            except (OSError, AttributeError) as e:
+                raise ImportError("dsv4kv: %s%s is not a loadable libdsv4kv: %s" % (
+                    path, " (DSV4KV_LIBRARY)" if env else "", e)) from None
+            return found, str(path)
         tried.append(str(path))
+    if env:
+        raise ImportError("dsv4kv: DSV4KV_LIBRARY=%s is not a file (while it is set, nothing else is tried)" % env)
     raise ImportError(
         "dsv4kv: libdsv4kv.so not found (tried %s); build it (scripts/build.sh), install the package "
         "(pip install .), or set DSV4KV_LIBRARY to its path" % ", ".join(tried)
@@ -210,7 +219,8 @@ class DSV4KVRuntimeError(DSV4KVError, RuntimeError):
 
 
 class SkippedEntriesError(DSV4KVValueError):
-    """Raised instead of returning when entries were skipped and set_raise_on_skip(True)."""
+    """Raised after a call that skipped entries when configure(raise_on_skip=True);
+    every in-range entry has been written."""
 
 
 def raise_for(status, what):

@@ -9,6 +9,7 @@ taken as bf16 bits where the library expects bf16.
 """
 
 import ctypes
+import functools
 import operator
 
 from . import _lib
@@ -17,10 +18,44 @@ from ._lib import DLTensor, Options, Report, lib
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype = ctypes.c_void_p
 _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+ctypes.pythonapi.PyCapsule_IsValid.restype = ctypes.c_int
+ctypes.pythonapi.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def _is_torch(x):
     return type(x).__module__.split(".")[0] == "torch"
+
+
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+                ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+_READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
+
+
+def _export(src, name):
+    """src's DLPack capsule and DLTensor address, and whether it is read-only.
+    numpy is asked for a versioned capsule (DLPack >= 1.0), which can carry
+    read-only arrays; the legacy capsule otherwise."""
+    try:
+        capsule = src.__dlpack__(max_version=(1, 0))
+    except (TypeError, BufferError):
+        capsule = None
+    try:
+        if capsule is not None and ctypes.pythonapi.PyCapsule_IsValid(ctypes.py_object(capsule),
+                                                                      b"dltensor_versioned"):
+            m = _DLManagedTensorVersioned.from_address(_get_pointer(capsule, b"dltensor_versioned"))
+            return capsule, ctypes.addressof(m.dl_tensor), bool(m.flags & _READ_ONLY)
+        capsule = capsule if capsule is not None else src.__dlpack__()
+        return capsule, _get_pointer(capsule, b"dltensor"), False
+    except (BufferError, TypeError, ValueError) as e:  # a dtype DLPack cannot carry, or no capsule at all
+        raise _lib.DSV4KVTypeError("%s (dtype %s) cannot cross through DLPack: %s" % (
+            name, getattr(src, "dtype", "?"), e), 2) from None
 
 
 class Tensor:
@@ -29,7 +64,7 @@ class Tensor:
 
     __slots__ = ("dl", "keep", "obj")
 
-    def __init__(self, obj, name, bf16=False):
+    def __init__(self, obj, name, bf16=False, out=False):
         self.obj = obj
         if obj is None:
             raise _lib.DSV4KVValueError("%s is None" % name, 1)
@@ -54,17 +89,31 @@ class Tensor:
                 src, mark_bf16 = obj.view("uint16"), True
             elif bf16 and dt.name == "uint16":  # the documented fallback: bf16 bits
                 mark_bf16 = True
-            capsule = src.__dlpack__()
-        ptr = _get_pointer(capsule, b"dltensor")
-        managed = _lib.DLManagedTensor.from_address(ptr)
+            if out and hasattr(obj, "flags") and not obj.flags.writeable:
+                raise _lib.DSV4KVValueError("%s is read-only; the call writes it" % name, 6)
+        if _is_torch(obj):
+            address = _get_pointer(capsule, b"dltensor")
+        else:
+            capsule, address, _ = _export(src, name)
         self.dl = DLTensor()
-        ctypes.memmove(ctypes.byref(self.dl), ctypes.byref(managed.dl_tensor), ctypes.sizeof(DLTensor))
+        ctypes.memmove(ctypes.byref(self.dl), address, ctypes.sizeof(DLTensor))
         if mark_bf16:
             self.dl.dtype.code, self.dl.dtype.bits = _lib.kDLBfloat, 16
         self.keep = (capsule, src)
 
     def ref(self):
         return ctypes.byref(self.dl)
+
+
+def api(fn):
+    """A public op: a call that raises leaves no report behind (last_report)."""
+
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        _lib._state.last = None
+        return fn(*args, **kwargs)
+
+    return entry
 
 
 def i32(x, name):
@@ -78,6 +127,37 @@ def i32(x, name):
     return v
 
 
+def f32(x, name):
+    """A real number for a float parameter (not None, not a string)."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise _lib.DSV4KVTypeError("%s = %r is not a number" % (name, x), 2)
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise _lib.DSV4KVTypeError("%s = %r is not a number" % (name, x), 2) from None
+
+
+def flag(x, name):
+    """A boolean parameter: True / False (or 0 / 1, numpy booleans)."""
+    if isinstance(x, bool) or (hasattr(x, "dtype") and getattr(x, "shape", None) == () and x.dtype.kind == "b"):
+        return bool(x)
+    if isinstance(x, int) and x in (0, 1):
+        return bool(x)
+    raise _lib.DSV4KVTypeError("%s = %r: pass True or False" % (name, x), 2)
+
+
+# Outputs the binding allocates stay under this many entries (the library's
+# own allocating combine has the same cap): a typo in topk or window_size
+# must not ask for tens of gigabytes.
+MAX_ALLOC_ENTRIES = 1 << 28
+
+
+def check_alloc(entries, what):
+    if entries > MAX_ALLOC_ENTRIES:
+        raise _lib.DSV4KVValueError("%s would have %d entries, over the %d this binding allocates (check topk and "
+                                    "window_size, or pass the output yourself)" % (what, entries, MAX_ALLOC_ENTRIES), 6)
+
+
 def i64(x, name):
     """A Python integer for an int64 parameter."""
     try:
@@ -89,9 +169,14 @@ def i64(x, name):
     return v
 
 
-def arg(obj, name, bf16=False):
-    """A library argument, or a NULL pointer for None."""
-    return Tensor(obj, name, bf16) if obj is not None else None
+def arg(obj, name, bf16=False, out=False, optional=False):
+    """A library argument; None is a NULL pointer where the argument is
+    optional, an error otherwise."""
+    if obj is None and optional:
+        return None
+    if obj is None:
+        raise _lib.DSV4KVValueError("%s is None; it is required" % name, 1)
+    return Tensor(obj, name, bf16, out)
 
 
 def ptr(t):
@@ -131,12 +216,16 @@ _settings = {"raise_on_skip": False, "check_nonfinite": False, "num_threads": 0}
 
 def configure(raise_on_skip=None, check_nonfinite=None, num_threads=None):
     """Process-wide call options: raise SkippedEntriesError when a call skipped
-    entries (on CUDA this synchronizes the stream after each call); count
+    entries (every in-range entry is written before it raises; on CUDA this
+    synchronizes the stream after each call); count
     NaN / Inf in the inputs of inserts and the indexer store; CPU threads per
     call (0 = OpenMP's default).  Arguments left None are unchanged; returns
     the settings."""
     if num_threads is not None and not 0 <= i32(num_threads, "num_threads") <= 4096:
         raise _lib.DSV4KVValueError("num_threads = %r; must be in [0, 4096]" % (num_threads,), 6)
+    for k, v in (("raise_on_skip", raise_on_skip), ("check_nonfinite", check_nonfinite)):
+        if v is not None and not isinstance(v, bool) and v not in (0, 1):
+            raise _lib.DSV4KVTypeError("%s = %r: pass True or False" % (k, v), 2)
     for k, v in (("raise_on_skip", raise_on_skip), ("check_nonfinite", check_nonfinite), ("num_threads", num_threads)):
         if v is not None:
             _settings[k] = type(_settings[k])(v)
@@ -144,7 +233,8 @@ def configure(raise_on_skip=None, check_nonfinite=None, num_threads=None):
 
 
 def last_report():
-    """The report of this thread's last call: a dict with skipped, nonfinite,
+    """The report of this thread's last call (None before the first and after
+    one that raised): a dict with skipped, nonfinite,
     status (0 OK, 11 skipped, 12 non-finite) and message (the first skipped
     entry, named as the library names it).  For a CUDA call this reads the
     report from device memory, which waits for the call to finish."""

@@ -15,11 +15,16 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
    * position seq_len - L + i >= 0 and row offset + i < max_tokens.  The rest
    * are counted in bulk (the work never follows a length VALUE past what out
    * can hold); the flattened token space is the prefix sum of hi - lo. */
+  /* The lengths are read once, here: `out` may alias them (or another
+   * thread rewrite them) while rows are written, and the bounds below hold
+   * only for the values they were derived from. */
   int64_t *first = malloc((size_t)(a->R + 1) * sizeof *first);
   int64_t *lo = malloc((size_t)(a->R + 1) * sizeof *lo);
-  if (!first || !lo) {
+  int64_t *start = malloc((size_t)(a->R + 1) * sizeof *start); /* seq_len - L: position of token 0 */
+  if (!first || !lo || !start) {
     free(first);
     free(lo);
+    free(start);
     return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory planning the gather");
   }
   const int64_t rows_left = a->offset < max_tokens ? max_tokens - a->offset : 0;
@@ -40,6 +45,7 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
         cpu_note_n(log, L - h, skip_key(r, h, 32), SKIP_OUT_ROWS, r, L - h, a->offset, h, max_tokens, 0);
     }
     lo[r] = l;
+    start[r] = seq_len - L;
     first[r + 1] = first[r] + (h - l);
   }
   const int64_t total = first[a->R];
@@ -51,10 +57,8 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < total; g++) {
       while (first[r + 1] <= g) r++; /* monotone within a thread's static chunk */
-      const int64_t seq_len = tv_i32_1(&a->seq_lens, r);
-      const int64_t L = a->has_gather_lens ? tv_i32_1(&a->gather_lens, r) : seq_len;
       const int64_t i = lo[r] + (g - first[r]);
-      const int64_t pos = seq_len - L + i; /* >= 0 */
+      const int64_t pos = start[r] + i; /* >= 0: i >= lo[r] = max(0, L - seq_len) */
       const int64_t row = a->offset + i;   /* < max_tokens */
       const int64_t key = skip_key(r, i, 32);
       int64_t lp = pos / bs;
@@ -75,5 +79,6 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
   }
   free(first);
   free(lo);
+  free(start);
   return DSV4KV_OK;
 }

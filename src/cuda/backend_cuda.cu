@@ -39,9 +39,9 @@ extern "C" const backend_ops *cuda_backend_if_built(void) {
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
       cudaGetLastError(); /* leave no error for the caller's next check */
-      snprintf(unusable, sizeof unusable,
-               "the CUDA backend is built but the CUDA runtime (%d.%d, linked in) reports: %s", CUDART_VERSION / 1000,
-               CUDART_VERSION % 1000 / 10, cudaGetErrorString(e));
+      snprintf(unusable, sizeof unusable, "the CUDA backend is built but the CUDA runtime (%d.%d, linked in) reports: %s%s",
+               CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, cudaGetErrorString(e),
+               e == cudaErrorInsufficientDriver ? " (no NVIDIA driver is loaded, or it is older than that runtime)" : "");
     } else if (n < 1) {
       snprintf(unusable, sizeof unusable, "the CUDA backend is built but no CUDA device is visible");
     } else {

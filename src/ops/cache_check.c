@@ -46,10 +46,11 @@ dsv4kv_status cache_view_make(cache_view *c, tview *tv, const DLTensor *k_cache,
     if ((st = tview_make(tv, k_cache, "k_cache", DT_U8, 3))) return st;
     if ((st = tview_dim_eq(tv, "k_cache", 1, desc->block_size))) return st;
     if ((st = tview_dim_eq(tv, "k_cache", 2, rec))) return st;
-    if (tv->shape[2] > 1 && tv->stride[2] != 1)
+    const int empty = tv->shape[0] == 0; /* no page: any strides */
+    if (!empty && tv->shape[2] > 1 && tv->stride[2] != 1)
       return dsv4kv_fail(DSV4KV_ERR_STRIDE, "k_cache.strides[2] = %lld; records must be contiguous",
                          (long long)tv->stride[2]);
-    if (tv->shape[1] > 1 && tv->stride[1] != rec)
+    if (!empty && tv->shape[1] > 1 && tv->stride[1] != rec)
       return dsv4kv_fail(DSV4KV_ERR_STRIDE, "k_cache.strides[1] = %lld; expected the record width %d",
                          (long long)tv->stride[1], rec);
   } else if (k_cache->ndim == 2) {

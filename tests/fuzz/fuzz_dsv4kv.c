@@ -300,12 +300,14 @@ static Ten *mkt(Src *g, const char *name, DLDataType dt, int ndim, const int64_t
       T->es[d] = st;
       st *= shape[d] > 0 ? shape[d] : 1;
     }
-    if ((flags & F_LASTC) && shape[t_ndim - 1] > 1 && T->es[t_ndim - 1] != 1) expect_err("%s transposed", name);
+    /* an empty tensor has no layout to violate: any strides are accepted */
+    if ((flags & F_LASTC) && numel > 0 && shape[t_ndim - 1] > 1 && T->es[t_ndim - 1] != 1)
+      expect_err("%s transposed", name);
   } else if (mode == 8 && t_ndim >= 1) { /* zero stride on one dim */
     int d = (int)ru(g, t_ndim);
     if (!T->out || g_alias || shape[d] <= 1) {
       T->es[d] = 0;
-      if ((flags & F_LASTC) && d == t_ndim - 1 && shape[d] > 1) expect_err("%s last stride 0", name);
+      if ((flags & F_LASTC) && numel > 0 && d == t_ndim - 1 && shape[d] > 1) expect_err("%s last stride 0", name);
     }
   } else if (mode == 9 && t_ndim >= 1) { /* huge strides on size-1 dims */
     for (int d = 0; d < t_ndim; d++)
@@ -317,7 +319,7 @@ static Ten *mkt(Src *g, const char *name, DLDataType dt, int ndim, const int64_t
       T->es[e] = st;
       st *= shape[e] > 0 ? shape[e] : 1;
     }
-    if ((flags & F_LASTC) && shape[d] > 1) expect_err("%s last stride %lld", name, (long long)T->es[d]);
+    if ((flags & F_LASTC) && numel > 0 && shape[d] > 1) expect_err("%s last stride %lld", name, (long long)T->es[d]);
     g_mutated = 1;
   } else if (mode == 11 && t_ndim >= 1 && mut && pct(g, 30)) { /* negative stride */
     int d = (int)ru(g, t_ndim);
@@ -775,8 +777,8 @@ static void mk_cache(Src *g, CacheCfg *c, int indexer, int is_out) {
   c->t = T;
   c->pages = T->shape[0] > 0 ? T->shape[0] : 0;
   if (T->t.ndim >= 1) c->page_stride = T->shape[0] > 1 ? T->es[0] : page_bytes;
-  /* a 3-D cache with strides[1] != rec (when shape[1] > 1) must be refused */
-  if (T->t.ndim == 3 && T->shape[1] > 1 && T->es[1] != c->rec && T->shape[2] == c->rec)
+  /* a 3-D cache with strides[1] != rec (when shape[1] > 1) must be refused, unless it has no page */
+  if (T->t.ndim == 3 && T->shape[0] != 0 && T->shape[1] > 1 && T->es[1] != c->rec && T->shape[2] == c->rec)
     expect_err("k_cache strides[1] = %lld", (long long)T->es[1]);
   if (T->t.ndim >= 1 && T->shape[0] > 1 && T->es[0] < page_bytes && T->es[0] >= 0)
     expect_err("k_cache page stride %lld < %lld", (long long)T->es[0], (long long)page_bytes);

@@ -114,6 +114,69 @@ def test_integers_are_range_checked_not_wrapped():
         dsv4kv.configure(num_threads=-1)
 
 
+def test_read_only_inputs_none_and_failed_calls():
+    cache = v4_cache()
+    k, slots = keys(2), np.arange(2, dtype=np.int64)
+    k.setflags(write=False)
+    slots.setflags(write=False)
+    dsv4kv.quantize_and_insert_k_cache(k, cache, slots)  # read-only inputs are fine (DLPack 1.0 export)
+    assert dsv4kv.last_report()["skipped"] == 0
+    ro = v4_cache()
+    ro.setflags(write=False)
+    with pytest.raises(ValueError, match="k_cache is read-only"):
+        dsv4kv.quantize_and_insert_k_cache(k, ro, slots)
+    assert dsv4kv.last_report() is None  # the failed call left no report
+    with pytest.raises(ValueError, match="slot_mapping is None"):
+        dsv4kv.quantize_and_insert_k_cache(k, cache, None)
+    with pytest.raises(ValueError, match="topk_indices must be a 2-D"):
+        dsv4kv.compute_global_topk_indices_and_lens(np.zeros(4, np.int32), np.zeros(4, np.int32),
+                                                    np.zeros((1, 1), np.int32), 64, np.ones(4, bool))
+    with pytest.raises(ValueError, match="bytes_per_token"):
+        dsv4kv.dequantize_and_gather_k_cache(np.zeros((1, 4, 512), ml_dtypes.bfloat16), np.zeros((2, 64 * 584), np.uint8),
+                                             np.ones(1, np.int32), None, np.zeros((1, 1), np.int32), 32, 0)
+
+
+def test_gather_lengths_read_once_when_out_aliases_them():
+    """seq_lens living in rows the gather writes: the plan's values are used
+    throughout (re-reading them after the writes once read before the cache)."""
+    cache = v4_cache(pages=1)
+    dsv4kv.quantize_and_insert_k_cache((-np.ones((8, 512))).astype(ml_dtypes.bfloat16), cache,
+                                       np.arange(8, dtype=np.int64))
+    out = np.zeros((2, 4, 512), ml_dtypes.bfloat16)
+    seq_lens = out.view(np.int32)[0, 1:3, 0]  # in request 0's rows 1 and 2
+    seq_lens[:] = 4
+    gl, bt = np.array([2, 2], np.int32), np.zeros((2, 1), np.int32)
+    dsv4kv.dequantize_and_gather_k_cache(out, cache, seq_lens, gl, bt, 64, 1)
+    ref = np.zeros((2, 4, 512), ml_dtypes.bfloat16)
+    dsv4kv.dequantize_and_gather_k_cache(ref, cache, np.array([4, 4], np.int32), gl, bt, 64, 1)
+    assert dsv4kv.last_report()["skipped"] == 0 and np.array_equal(out[1].view(np.uint16), ref[1].view(np.uint16))
+
+
+def test_dtypes_dlpack_cannot_carry_and_huge_outputs():
+    cache = v4_cache()
+    with pytest.raises(TypeError, match="k .*DLPack"):
+        dsv4kv.quantize_and_insert_k_cache(np.zeros((1, 512), object), cache, np.zeros(1, np.int64))
+    with pytest.raises(TypeError, match="positions"):  # uint16 is bf16 only where bf16 is expected
+        dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.uint16),
+                                         np.zeros((4, 64), np.float32), np.ones(128, np.float32), 1e-6,
+                                         np.zeros((1, 64, 132), np.uint8), np.zeros(1, np.int64), 1, False)
+    with pytest.raises(TypeError, match="rms_norm_eps"):
+        dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
+                                         np.zeros((4, 64), np.float32), np.ones(128, np.float32), None,
+                                         np.zeros((1, 64, 132), np.uint8), np.zeros(1, np.int64), 1, False)
+    with pytest.raises(ValueError, match="entries"):  # not 32 GiB of -1 first
+        dsv4kv.combine_topk_swa_indices(np.zeros((4, 8), np.int32), np.array([0, 4], np.int32), np.ones(1, np.int32),
+                                        np.ones(1, np.int32), 2**31 - 1, 4, 8, 64, 8)
+    with pytest.raises(ValueError, match="window_size"):
+        dsv4kv.combine_topk_swa_indices(np.zeros((4, 8), np.int32), np.array([0, 4], np.int32), np.ones(1, np.int32),
+                                        np.ones(1, np.int32), -200, 4, 8, 64, 8)
+    with pytest.raises(ValueError, match="shape"):  # a 3-D cache whose block dim contradicts block_size
+        dsv4kv.quantize_and_insert_k_cache(keys(1), cache, np.zeros(1, np.int64), block_size=32)
+    before = cache.copy()  # an empty batch is fine, whatever strides numpy exports for it, and writes nothing
+    dsv4kv.quantize_and_insert_k_cache(np.zeros((0, 512), ml_dtypes.bfloat16), cache, np.zeros(0, np.int64))
+    assert dsv4kv.last_report()["skipped"] == 0 and np.array_equal(cache, before)
+
+
 def test_outputs_allocated_like_the_inputs():
     topk = np.array([[0, 5, -1, 70]], np.int32)
     g, lens = dsv4kv.compute_global_topk_indices_and_lens(topk, np.zeros(1, np.int32), np.array([[3, 4]], np.int32),
@@ -130,7 +193,10 @@ def test_version_and_library():
     assert dsv4kv.gather_num_workers(None) == 128
     assert dsv4kv.cuda_available() or dsv4kv.cuda_unavailable_reason()
     if os.environ.get("DSV4KV_EXPECT_INSTALLED"):  # the test command's run: the pip-installed package
+        import importlib.metadata
+
         assert "site-packages" in dsv4kv.__file__ and "site-packages" in dsv4kv.library_path
+        assert importlib.metadata.version("dsv4kv") == dsv4kv.version  # pyproject.toml = project() in CMake
 
 
 @pytest.mark.skipif(not golden.golden_files(), reason="no golden files")
