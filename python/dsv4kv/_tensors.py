@@ -116,15 +116,24 @@ def api(fn):
     return entry
 
 
-def i32(x, name):
-    """A Python integer for an int32 parameter (ctypes would wrap it silently)."""
+def _int(x, name, bits):
+    """A Python integer for an int32 / int64 parameter, range-checked (ctypes
+    would wrap it silently); ints and numpy integers, not floats or strings."""
     try:
-        v = operator.index(x)  # ints and numpy integers; not floats or strings
+        v = operator.index(x)
     except TypeError:
         raise _lib.DSV4KVTypeError("%s = %r is not an integer" % (name, x), 2) from None
-    if not -(1 << 31) <= v < (1 << 31):
-        raise _lib.DSV4KVValueError("%s = %r does not fit in int32" % (name, x), 6)
+    if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+        raise _lib.DSV4KVValueError("%s = %r does not fit in int%d" % (name, x, bits), 6)
     return v
+
+
+def i32(x, name):
+    return _int(x, name, 32)
+
+
+def i64(x, name):
+    return _int(x, name, 64)
 
 
 def f32(x, name):
@@ -156,17 +165,6 @@ def check_alloc(entries, what):
     if entries > MAX_ALLOC_ENTRIES:
         raise _lib.DSV4KVValueError("%s would have %d entries, over the %d this binding allocates (check topk and "
                                     "window_size, or pass the output yourself)" % (what, entries, MAX_ALLOC_ENTRIES), 6)
-
-
-def i64(x, name):
-    """A Python integer for an int64 parameter."""
-    try:
-        v = operator.index(x)  # ints and numpy integers; not floats or strings
-    except TypeError:
-        raise _lib.DSV4KVTypeError("%s = %r is not an integer" % (name, x), 2) from None
-    if not -(1 << 63) <= v < (1 << 63):
-        raise _lib.DSV4KVValueError("%s = %r does not fit in int64" % (name, x), 6)
-    return v
 
 
 def arg(obj, name, bf16=False, out=False, optional=False):
