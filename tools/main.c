@@ -14,6 +14,7 @@ static void usage(FILE *f) {
           "  run      replay a serving workload through the K caches and report\n"
           "  plot     draw a JSON report of 'run' with gnuplot (.png or .svg)\n"
           "  verify   check the library against golden safetensors files\n"
+          "  bench    time every op at the reference's sizes beside the copy bandwidth\n"
           "  version  print the library version (also -V, --version)\n"
           "\n"
           "'dsv4kv <command> --help' describes a command's options.\n");
@@ -78,6 +79,7 @@ int main(int argc, char **argv) {
     return print_version(argc - 1, argv + 1);
   if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "bench")) return cmd_bench(argc - 1, argv + 1);
   if (!strcmp(cmd, "plot")) return sim_plot_command(argc - 1, argv + 1);
   fprintf(stderr, "dsv4kv: unknown command '%s'\n", cmd);
   usage(stderr);

@@ -48,3 +48,7 @@ if(DSV4KV_BUILD_TESTS)
     COMMAND sh ${DSV4KV_CLI_TEST_DIR}/trace_input.sh $<TARGET_FILE:dsv4kv_cli>)
   set_tests_properties(cli_trace_input PROPERTIES TIMEOUT 300)
 endif()
+
+# dsv4kv bench: the decode-size table, its JSON, the usage errors.
+add_test(NAME cli_bench COMMAND sh ${DSV4KV_CLI_TEST_DIR}/bench_cli.sh $<TARGET_FILE:dsv4kv_cli>)
+set_tests_properties(cli_bench PROPERTIES TIMEOUT 120 ENVIRONMENT "OMP_WAIT_POLICY=passive")

@@ -1,0 +1,38 @@
+#!/bin/sh
+# dsv4kv bench as a user runs it: decode-size configurations with one run
+# each (quick), the JSON's fields, the usage errors.
+#   bench_cli.sh DSV4KV_BINARY
+set -u
+bin=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$bin" bench --sizes decode --min-runs 1 --min-seconds 0 --json "$work/b.json" >"$work/out" 2>"$work/err" ||
+  fail "bench --sizes decode exited $? ($(cat "$work/err"))"
+grep -q "memcpy 256 MiB" "$work/out" || fail "no same-run memcpy ceiling in the table"
+for cfg in "insert_v4 N=64" "insert_nvfp4 N=256" "gather_mxfp8 64x256" "compute_global_topk T=64 topk=512" \
+  "combine_topk_swa T=256 topk=512 window=128 cr=4" "build_flashinfer_mixed T=64" "indexer_k_norm_rope_store fp4=True T=256"; do
+  grep -q "^$cfg" "$work/out" || fail "config '$cfg' missing from the table"
+done
+python3 - "$work/b.json" <<'PY' || fail "the JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["device"] == "cpu" and d["copy_gbps"] > 0, d
+rows = d["results"]
+assert len(rows) >= 17, len(rows)
+for r in rows:
+    assert r["bytes"] > 0 and r["median_us"] > 0 and r["gbps"] > 0 and r["runs"] >= 1, r
+    assert abs(r["gbps"] - r["bytes"] / r["median_us"] / 1e3) < 1e-6 * r["gbps"], r
+assert {r["op"] for r in rows} == {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer"}
+PY
+"$bin" bench --op gather --record nvfp4 --sizes decode --min-runs 1 --min-seconds 0 >"$work/out" 2>&1 ||
+  fail "a filtered run"
+[ "$(grep -c '^gather_' "$work/out")" -eq 1 ] || fail "--op gather --record nvfp4 --sizes decode: not one config"
+for bad in "--device cuda" "--threads 0" "--min-runs x" "--op nope" "--sizes huge" "stray"; do
+  # shellcheck disable=SC2086
+  "$bin" bench --sizes decode --min-runs 1 --min-seconds 0 $bad >/dev/null 2>"$work/err"
+  [ $? -eq 2 ] || fail "bench $bad: exit status not 2"
+  [ -s "$work/err" ] || fail "bench $bad: no message"
+done
+echo "bench_cli: ok"
