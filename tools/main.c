@@ -26,7 +26,8 @@ static void usage_version(FILE *f) {
           "\n"
           "Prints the version of the library actually loaded (dsv4kv_version()), the git\n"
           "commit the build was configured at when known, the header's version when\n"
-          "it differs from the library's, and the backends that can run here.\n");
+          "it differs from the library's, the CPU kernel paths this processor runs (the one\n"
+          "in use: DSV4KV_CPU_PATH=NAME picks another) and the backends that can run here.\n");
 }
 
 const char *cli_git_commit(void) {
@@ -58,6 +59,9 @@ static int print_version(int argc, char **argv) {
     printf(" (commit %s)", cli_git_commit());
   if (strcmp(lib, header) != 0)
     printf(" (built against header %s)", header);
+  printf("\ncpu paths:");
+  for (int i = 0; i < dsv4kv_cpu_path_count(); i++) printf(" %s", dsv4kv_cpu_path_name(i));
+  printf(" (in use: %s)", dsv4kv_cpu_path_current());
   if (dsv4kv_backend_available(kDLCUDA))
     printf("\nbackends: cpu, cuda\n");
   else

@@ -1,5 +1,5 @@
 /* The CPU backend's table, its threads, its report lock, and the choice of
- * kernel path (scalar today; SIMD paths register here). */
+ * kernel path (the scalar reference, and the SIMD paths the processor runs). */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +37,29 @@ void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, in
 }
 
 /* ---- kernel paths ------------------------------------------------------ */
-static const char *const cpu_paths[] = {"scalar"};
-enum { NUM_CPU_PATHS = sizeof cpu_paths / sizeof cpu_paths[0] };
-static int cpu_path = -1; /* -1: not chosen yet */
+/* Every path this build has, in order of preference (last = best); the
+ * runnable ones are those the processor supports, found once. */
+static const struct {
+  const char *name;
+  cpu_path_kind kind;
+  int (*supported)(void);
+} all_paths[] = {{"scalar", CPU_PATH_SCALAR, NULL}, {"avx512", CPU_PATH_AVX512, cpu_avx512_supported}};
+enum { MAX_CPU_PATHS = sizeof all_paths / sizeof all_paths[0] };
+static int runnable[MAX_CPU_PATHS], num_runnable = -1; /* indexes into all_paths */
+static int cpu_path = -1;                               /* index into runnable; -1: not chosen yet */
+
+static void find_paths(void) {
+  if (num_runnable >= 0) return;
+  int n = 0;
+  for (int i = 0; i < MAX_CPU_PATHS; i++)
+    if (!all_paths[i].supported || all_paths[i].supported()) runnable[n++] = i;
+  num_runnable = n;
+}
 
 static int path_index(const char *name) {
-  for (int i = 0; i < NUM_CPU_PATHS; i++)
-    if (!strcmp(name, cpu_paths[i])) return i;
+  find_paths();
+  for (int i = 0; i < num_runnable; i++)
+    if (!strcmp(name, all_paths[runnable[i]].name)) return i;
   return -1;
 }
 
@@ -52,16 +68,28 @@ static int path_index(const char *name) {
 static int auto_path(void) {
   const char *env = getenv("DSV4KV_CPU_PATH");
   int i = env ? path_index(env) : -1;
-  return i >= 0 ? i : NUM_CPU_PATHS - 1;
+  find_paths();
+  return i >= 0 ? i : num_runnable - 1;
 }
 
-int dsv4kv_cpu_path_count(void) { return NUM_CPU_PATHS; }
+cpu_path_kind cpu_path_now(void) {
+  if (cpu_path < 0) cpu_path = auto_path();
+  return all_paths[runnable[cpu_path]].kind;
+}
 
-const char *dsv4kv_cpu_path_name(int i) { return i >= 0 && i < NUM_CPU_PATHS ? cpu_paths[i] : NULL; }
+int dsv4kv_cpu_path_count(void) {
+  find_paths();
+  return num_runnable;
+}
+
+const char *dsv4kv_cpu_path_name(int i) {
+  find_paths();
+  return i >= 0 && i < num_runnable ? all_paths[runnable[i]].name : NULL;
+}
 
 const char *dsv4kv_cpu_path_current(void) {
   if (cpu_path < 0) cpu_path = auto_path();
-  return cpu_paths[cpu_path];
+  return all_paths[runnable[cpu_path]].name;
 }
 
 dsv4kv_status dsv4kv_cpu_path_select(const char *name) {

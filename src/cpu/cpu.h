@@ -43,6 +43,18 @@ void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, in
 uint8_t *duplicate_slot_losers(const tview *slots, int64_t T, const tview *positions, int64_t ratio,
                                int64_t cs_rows, int *oom);
 
+/* The kernel path calls use now (dsv4kv_cpu_path_*; backend_cpu.c): the
+ * scalar reference, or a SIMD path the processor runs. */
+typedef enum { CPU_PATH_SCALAR = 0, CPU_PATH_AVX512 = 1 } cpu_path_kind;
+cpu_path_kind cpu_path_now(void);
+
+/* AVX-512 (F, BW, VL) + F16C path (src/cpu/gather_avx512.c): whether the
+ * processor and OS run it, and the gather's record dequantization
+ * (record_dequant_ref's bytes, main-cache records). */
+int cpu_avx512_supported(void);
+void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
+                           uint16_t *out);
+
 /* The operations of the CPU backend table (src/cpu/<op>_cpu.c). */
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r);
 dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r);

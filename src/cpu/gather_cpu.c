@@ -51,6 +51,7 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
   const int64_t total = first[a->R];
 
   const int nt = cpu_threads(o, total, 64);
+  const int simd = cpu_path_now() == CPU_PATH_AVX512; /* the path's dequantization, bytes as the reference's */
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     int64_t r = 0;
@@ -73,8 +74,12 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
       }
       uint16_t *dst = (uint16_t *)(a->out.data + (r * a->out.stride[0] + row * a->out.stride[1]) * 2);
       const uint8_t *pg = c->base + page * c->page_stride;
-      record_dequant_ref(c->record, fnuz, pg + record_values_off(&c->layout, bs, pos % bs),
-                         pg + record_scales_off(&c->layout, bs, pos % bs), dst);
+      const uint8_t *values = pg + record_values_off(&c->layout, bs, pos % bs);
+      const uint8_t *scales = pg + record_scales_off(&c->layout, bs, pos % bs);
+      if (simd)
+        record_dequant_avx512(c->record, fnuz, values, scales, dst);
+      else
+        record_dequant_ref(c->record, fnuz, values, scales, dst);
     }
   }
   free(first);

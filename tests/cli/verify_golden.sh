@@ -8,8 +8,8 @@
 #   3. SHARED_GOLDEN_DIR, ../shared/golden beside the checkout.
 # A candidate counts when it is a directory holding *.safetensors files.
 # None found: exit 77, which ctest reports as skipped (SKIP_RETURN_CODE),
-# never as passed.  Otherwise the exit status is verify's: non-zero when any
-# file fails.
+# never as passed.  Otherwise every file runs on every CPU path the processor
+# runs; the exit status is non-zero when any file fails on any path.
 dsv4kv=$1
 repo_golden=$2
 shared_golden=${3:-}
@@ -37,4 +37,17 @@ else
   exit 77
 fi
 echo "verify_golden: golden set $golden"
-exec "$dsv4kv" verify "$golden"
+# Every CPU kernel path this processor runs (dsv4kv version lists them), each
+# chosen with DSV4KV_CPU_PATH and confirmed in use before its run.
+paths=$("$dsv4kv" version | sed -n 's/^cpu paths: \(.*\) (in use: .*$/\1/p')
+[ -n "$paths" ] || { echo "verify_golden: dsv4kv version lists no cpu paths"; exit 1; }
+rc=0
+for p in $paths; do
+  if ! DSV4KV_CPU_PATH=$p "$dsv4kv" version | grep -q "(in use: $p)"; then
+    echo "verify_golden: DSV4KV_CPU_PATH=$p did not select path $p"
+    exit 1
+  fi
+  echo "verify_golden: cpu path $p"
+  DSV4KV_CPU_PATH=$p "$dsv4kv" verify "$golden" || rc=1
+done
+exit $rc

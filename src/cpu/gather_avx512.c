@@ -1,0 +1,103 @@
+/* The AVX-512 CPU path of the gather's dequantization (NUMERICS §3): one
+ * main-cache record into 512 bf16 values, 16 at a time, byte-identical to
+ * record_dequant_ref (formats/ref.h), which the case registry checks on
+ * every input it generates (tests/ops, ctest ops_cpu_paths).
+ *
+ * Exact identities used: an e4m3 code's magnitude bits shifted left by 7
+ * (sign at bit 15) read as fp16 are the e4m3 value times 2^-8 (e4m3fnuz:
+ * 2^-7), subnormals included, so vcvtph2ps decodes 16 codes exactly; the
+ * product with the block scale 2^(s-127) is then the reference's one fp32
+ * multiply; bf16 rounding is the reference's integer round-half-even with
+ * every NaN made 0x7FFF.  e2m1 values come from a 16-entry table. */
+#include "cpu/cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#include "formats/ref.h"
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+
+/* 16 fp32 -> bf16 as f32_to_bf16 (RNE, NaN -> 0x7FFF), stored at out. */
+static AVX512 void store_bf16x16(__m512 f, uint16_t *out) {
+  const __m512i u = _mm512_castps_si512(f);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FFF));
+  _mm256_storeu_si256((__m256i *)out, _mm512_cvtepi32_epi16(r));
+}
+
+/* 16 e4m3 (or e4m3fnuz) codes to their exact fp32 values. */
+static AVX512 __m512 e4m3x16(const uint8_t *codes, int fnuz) {
+  const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)codes));
+  const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(0x7F));
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 8);
+  const __m512i h = _mm512_or_si512(_mm512_slli_epi32(mag, 7), sign);
+  __m512 v = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)), _mm512_set1_ps(fnuz ? 0x1p7f : 0x1p8f));
+  /* NaN codes: OCP 0x7F / 0xFF, FNUZ 0x80 */
+  const __mmask16 nan = fnuz ? _mm512_cmpeq_epi32_mask(c, _mm512_set1_epi32(0x80))
+                             : _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7F));
+  return _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+}
+
+/* n codes (a multiple of 16) of one fp8 block with its UE8M0 scale byte. */
+static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, uint16_t *out) {
+  const __m512 s = _mm512_set1_ps(ue8m0_decode_ftz(scale));
+  for (int i = 0; i < n; i += 16) store_bf16x16(_mm512_mul_ps(e4m3x16(codes + i, fnuz), s), out + i);
+}
+
+/* One NVFP4 block: 8 bytes of e2m1 pairs (low nibble first), e4m3 scale. */
+static AVX512 void nvfp4_block(const uint8_t *packed, uint8_t scale, uint16_t *out) {
+  const __m512 table = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f,
+                                      -2.0f, -3.0f, -4.0f, -6.0f);
+  const __m128i b = _mm_loadl_epi64((const __m128i *)packed);
+  const __m512i bytes = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, b)); /* b0 b0 b1 b1 ... */
+  const __m512i shift = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
+  const __m512i nib = _mm512_and_si512(_mm512_srlv_epi32(bytes, shift), _mm512_set1_epi32(0xF));
+  const __m512 v = _mm512_permutexvar_ps(nib, table);
+  store_bf16x16(_mm512_mul_ps(v, _mm512_set1_ps(e4m3_decode(scale))), out);
+}
+
+static AVX512 void dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
+                                  uint16_t *out) {
+  switch (rec) {
+    case DSV4KV_RECORD_V4:
+      for (int s = 0; s < V4_NUM_SCALES; s++)
+        fp8_block(values + s * V4_BLOCK, V4_BLOCK, scales[s], fnuz, out + s * V4_BLOCK);
+      memcpy(out + NOPE_DIM, values + NOPE_DIM, ROPE_DIM * sizeof(uint16_t));
+      return;
+    case DSV4KV_RECORD_MXFP8:
+      for (int s = 0; s < MXFP8_NUM_SCALES; s++)
+        fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, out + s * MXFP8_BLOCK);
+      return;
+    case DSV4KV_RECORD_NVFP4:
+      for (int s = 0; s < NVFP4_NUM_SCALES; s++)
+        nvfp4_block(values + s * NVFP4_BLOCK / 2, scales[s], out + s * NVFP4_BLOCK);
+      return;
+    case DSV4KV_RECORD_INDEXER_FP8:
+    case DSV4KV_RECORD_INDEXER_MXFP4:
+      return;
+  }
+}
+
+int cpu_avx512_supported(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+}
+
+void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
+                           uint16_t *out) {
+  dequant_avx512(rec, fnuz, values, scales, out);
+}
+
+#else /* not x86-64 with GCC-style target attributes: no such path */
+
+int cpu_avx512_supported(void) { return 0; }
+void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
+                           uint16_t *out) {
+  (void)rec, (void)fnuz, (void)values, (void)scales, (void)out;
+}
+
+#endif
