@@ -12,7 +12,7 @@ hint() {
     sim_run_trace*) echo "the serving traces: scripts/fetch_traces.sh, or DSV4KV_TRACES=DIR" ;;
     verify_golden*) echo "golden files: tests/golden, or DSV4KV_GOLDEN=DIR" ;;
     ops_cuda | cuda_graph_streams) echo "a CUDA build and a GPU" ;;
-    ops_cpu_paths) echo "a SIMD CPU path this processor runs (none in this build yet)" ;;
+    ops_cpu_paths) echo "a SIMD CPU path this processor runs (avx512: AVX-512 F/BW/VL and F16C)" ;;
     *plot*) echo "gnuplot (apt-get install gnuplot-nox)" ;;
     *fuzz*|*libfuzzer*) echo "clang with libFuzzer (apt-get install clang)" ;;
     *json*) echo "python3" ;;
