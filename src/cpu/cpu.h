@@ -54,6 +54,10 @@ cpu_path_kind cpu_path_now(void);
 int cpu_avx512_supported(void);
 void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
                            uint16_t *out);
+/* The insert's record quantization on that path (src/cpu/insert_avx512.c):
+ * record_quant_ref's bytes for V4 and MXFP8 records; returns 0 (nothing
+ * written) for the others, which take the scalar code. */
+int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
 
 /* The operations of the CPU backend table (src/cpu/<op>_cpu.c). */
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r);

@@ -12,6 +12,7 @@ dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report
   const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
   int oom = 0;
   const int nt = cpu_threads(o, a->T, 64);
+  const int simd = cpu_path_now() == CPU_PATH_AVX512;
   uint8_t *losers = nt > 1 ? duplicate_slot_losers(&a->slots, a->T, NULL, 1, 0, &oom) : NULL;
   if (oom) return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory checking slot_mapping for duplicates");
   int64_t nonfinite = 0;
@@ -31,8 +32,9 @@ dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report
     if (losers && losers[t]) continue;
     uint8_t *page = c->base + (slot / bs) * c->page_stride;
     int64_t p = slot % bs;
-    record_quant_ref(c->record, fnuz, x, page + record_values_off(&c->layout, bs, p),
-                     page + record_scales_off(&c->layout, bs, p));
+    uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
+    if (!(simd && record_quant_avx512(c->record, fnuz, x, values, scales)))
+      record_quant_ref(c->record, fnuz, x, values, scales);
   }
   free(losers);
   r->nonfinite = nonfinite;

@@ -151,6 +151,17 @@ static DSV4KV_HD int ceil_log2_ratio(float amax, double fp8_max) {
   return f == 0.5 ? e - 1 : e;
 }
 
+/* ceil_log2_ratio(amax, max) without a division or libm call, for a normal
+ * positive amax and max = 1.75 x 2^max_exp (448 = 1.75 x 2^8, 224 =
+ * 1.75 x 2^7): amax / max <= 2^k exactly when amax's exponent is below
+ * max_exp + k, or equal to it with a mantissa no larger than 1.75's.  Equal
+ * to ceil_log2_ratio on every bf16-derived amax (checked on all 65536 by
+ * tests/paths/exhaustive_paths.c); the SIMD paths use it. */
+static DSV4KV_HD int ceil_log2_ratio_175(float amax, int max_exp) {
+  const uint32_t u = f32_bits(amax);
+  return (int)(u >> 23) - 127 - max_exp + ((u & 0x7FFFFFu) > 0x600000u);
+}
+
 /* 2^e as fp32 for e in [-149, 127] (ldexpf without a libm call). */
 static DSV4KV_HD float pow2f(int e) {
   if (e >= -126) return f32_from_bits((uint32_t)(e + 127) << 23);
