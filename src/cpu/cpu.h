@@ -1,6 +1,6 @@
 /* What the CPU kernels share: strided reads of index tensors, the thread
- * count of a parallel region, the report under a lock, and duplicate-slot
- * resolution.  CPU-only code lives in src/cpu/ and nowhere else. */
+ * count of a parallel region, the report under a lock, and the CPU paths.
+ * CPU-only code lives in src/cpu/ and nowhere else. */
 #ifndef DSV4KV_CPU_H
 #define DSV4KV_CPU_H
 
@@ -33,15 +33,6 @@ int cpu_threads(const exec_opts *o, int64_t items, int64_t grain);
 void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, int64_t v0, int64_t v1,
                 int64_t v2, int64_t v3, int64_t v4, int64_t v5);
 #define cpu_note(r, key, reason, ...) cpu_note_n(r, 1, key, reason, __VA_ARGS__)
-
-/* Rows that must not write because a later WRITING row names the same slot
- * (so the result is the sequential one whatever the thread count).  With
- * `positions` non-NULL (the indexer), only rows at a group boundary
- * ((pos + 1) % ratio == 0, pos >= 0, RoPE row pos/ratio*ratio < cs_rows)
- * write.  Returns a malloc'd mask of T bytes (1 = skip), or NULL with
- * *oom = 1 on failure; NULL with *oom = 0 when there is no duplicate. */
-uint8_t *duplicate_slot_losers(const tview *slots, int64_t T, const tview *positions, int64_t ratio,
-                               int64_t cs_rows, int *oom);
 
 /* The kernel path calls use now (dsv4kv_cpu_path_*; backend_cpu.c): the
  * scalar reference, or a SIMD path the processor runs. */

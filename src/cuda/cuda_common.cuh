@@ -172,7 +172,7 @@ static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
 }
 
 /* Whether row j writes: every row of an insert; an indexer row only at a
- * group boundary with a RoPE row (positions.data non-NULL; src/cpu/slots.c). */
+ * group boundary with a RoPE row (positions.data non-NULL), as src/cpu/indexer_cpu.c checks it. */
 static __device__ __forceinline__ int row_writes(dix positions, int64_t j, int64_t ratio, int64_t cs_rows) {
   if (!positions.data) return 1;
   const int64_t pos = dix_i64(positions, j);
@@ -180,7 +180,7 @@ static __device__ __forceinline__ int row_writes(dix positions, int64_t j, int64
 }
 
 /* Whether a writing row after t (t < j < T) of `slots` names `slot`: the rule
- * "the last writing row wins" (src/cpu/slots.c) without a workspace, each warp
+ * "the last writing row wins" (the CPU: threads own pages) without a workspace, each warp
  * scanning the rows after its own, 32 at a time.  Every lane of the warp
  * calls it with the same t and slot. */
 static __device__ __forceinline__ int later_row_writes_slot(dix slots, int64_t T, int64_t t, int64_t slot,
