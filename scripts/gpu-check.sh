@@ -4,14 +4,14 @@
 # CUDA backend (sm_90 + PTX) into build-gpu/, then runs
 #   registry       every case of tests/ops on the GPU against the CPU, byte
 #                  for byte, round 0 with the cases' seeds and 7 more rounds
-#                  of fresh random shapes and values
+#                  of fresh random shapes and values; again with each way of
+#                  resolving duplicate slots forced (DSV4KV_CUDA_DEDUP)
 #   golden         dsv4kv verify --device cuda tests/golden
 #   cuda_tests     tests/cuda/test_cuda (graph capture and replay, two
 #                  streams, offsets past 2^32, empty batches, warm-up)
 #   memcheck       compute-sanitizer memcheck over the registry and test_cuda
 #   racecheck      compute-sanitizer racecheck over the registry's duplicate-
-#                  slot cases (the kernels use no shared memory, so there is
-#                  little for it to find; the run shows it)
+#                  slot cases (the shared-memory duplicate scan)
 #   run, run_trace dsv4kv run --device cuda on the default workload and on a
 #                  trace (DSV4KV_TRACES, else ../shared/traces, else
 #                  .gpu-traces/), with each op's GPU time and GB/s
@@ -19,11 +19,15 @@
 #                  (golden files as CUDA tensors, CUDA = CPU, a torch graph)
 #   ctest          the whole suite (-LE long) on a machine with a GPU, so
 #                  ops_cuda and cuda_graph_streams run instead of skipping
+#   bench          dsv4kv bench --device cuda, every configuration, without
+#                  and (bench_report) with a device report per call; tables,
+#                  JSON (plot them here with dsv4kv bench --from-json)
 # and prints a summary table last.  Logs go to build-gpu/out/ (and, when $OUT
 # names a folder, as one archive gpu-check-logs.tar.gz plus summary.txt there).
 #
-#   usage: scripts/gpu-check.sh [full|quick|python]
-#          (quick: no sanitizers, no ctest; python: the Python steps alone)
+#   usage: scripts/gpu-check.sh [full|quick|python|bench]
+#          (quick: no sanitizers, no ctest; python: the Python steps alone;
+#          bench: build and benchmarks alone)
 #   env:   STEP_TIMEOUT (seconds a step may take, default 300), DSV4KV_COMMIT
 #          (the commit to print when the tree is a copy without its .git)
 #
@@ -36,8 +40,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
 case ${1:-full} in
-  full | quick | python) mode=${1:-full} ;;
-  *) echo "usage: scripts/gpu-check.sh [full|quick|python]" >&2; exit 2 ;;
+  full | quick | python | bench) mode=${1:-full} ;;
+  *) echo "usage: scripts/gpu-check.sh [full|quick|python|bench]" >&2; exit 2 ;;
 esac
 export PATH=$PATH:/usr/local/cuda/bin
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -101,11 +105,18 @@ if [ "$mode" != python ]; then
   step configure cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 "${prefix_args[@]}"
   step build cmake --build build-gpu -j"$(nproc)"
   B=build-gpu
+fi
+if [ "$mode" != python ] && [ "$mode" != bench ]; then
   step registry "$B/tests/ops_registry" --backend cuda --rounds 8
+  # the duplicate-slot ways forced where the sizes would pick another
+  step registry_dedup_mark env DSV4KV_CUDA_DEDUP=mark "$B/tests/ops_registry" --backend cuda --rounds 4
+  step registry_dedup_global env DSV4KV_CUDA_DEDUP=global "$B/tests/ops_registry" --backend cuda --filter dup --rounds 4
   step golden "$B/dsv4kv" verify --device cuda tests/golden
   step cuda_tests "$B/tests/test_cuda"
   if [ "$mode" = full ]; then
     step memcheck_registry compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
+    step memcheck_registry_mark env DSV4KV_CUDA_DEDUP=mark compute-sanitizer --tool memcheck --error-exitcode 99 \
+      "$B/tests/ops_registry" --backend cuda --filter dup
     step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
     step racecheck_registry compute-sanitizer --tool racecheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda --filter dup
 fi
@@ -117,12 +128,17 @@ else
 fi
 
 fi
+if [ "$mode" != python ]; then
+  step bench "$B/dsv4kv" bench --device cuda --json "$out/bench.json"
+  step bench_report "$B/dsv4kv" bench --device cuda --report --json "$out/bench-report.json"
+fi
+[ "$mode" = bench ] && skip_python=1
 # The Python package: built by pip (no build isolation: no registry there),
 # then tests/python with torch on the GPU (golden files as CUDA tensors, CUDA
 # against CPU, a torch CUDA graph of a decode step).
-step python_install env CMAKE_ARGS="${prefix_args[*]}" python3 -m pip install -q --no-build-isolation --no-deps \
+[ -z "${skip_python:-}" ] && step python_install env CMAKE_ARGS="${prefix_args[*]}" python3 -m pip install -q --no-build-isolation --no-deps \
   --target build-gpu/py .
-step python_tests env PYTHONPATH=build-gpu/py python3 -m pytest -q -p no:cacheprovider tests/python
+[ -z "${skip_python:-}" ] && step python_tests env PYTHONPATH=build-gpu/py python3 -m pytest -q -p no:cacheprovider tests/python
 if [ "$mode" = full ]; then
   step ctest env OMP_WAIT_POLICY=passive ctest --test-dir "$B" -j8 -LE long --output-on-failure
 else
@@ -138,5 +154,6 @@ for i in "${!names[@]}"; do
 done
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
   tar czf "$OUT/gpu-check-logs.tar.gz" -C "$root/build-gpu" out && cp "$out/summary.txt" "$OUT/"
+  for f in bench.log bench.json bench_report.log bench-report.json; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
 fi
 exit $fail

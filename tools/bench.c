@@ -1,9 +1,8 @@
 /* dsv4kv bench: every op and record at decode, prefill and large sizes, timed
  * (warm-up, median of many runs) beside the copy bandwidth measured in the
- * same run; a table, JSON and a gnuplot plot.  This build times the CPU
- * backend (the same thread count for the ops and the memcpy ceiling);
- * --device cuda is refused until the GPU timing (CUDA events and graphs)
- * lands. */
+ * same run; a table, JSON and a gnuplot plot.  Here: the command, the CPU
+ * timing (the same thread count for the ops and the memcpy ceiling) and the
+ * plot; the GPU timing (CUDA events and graphs) is tools/bench_gpu.c. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <getopt.h>
@@ -15,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "bench.h"
 #include "bench_cases.h"
 #include "commands.h"
 
@@ -29,12 +29,11 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-#define BENCH_MAX_RUNS 200
-
-typedef struct {
-  int threads, min_runs;
-  double min_seconds; /* keep running until this much time is spent (and min_runs done) */
-} bench_opts;
+double bench_median(double *t, int n) {
+  if (n < 1) return -1;
+  qsort(t, (size_t)n, sizeof t[0], cmp_double);
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
 
 /* Median seconds of a function over at least o->min_runs runs after one
  * warm-up run; *runs gets the count. */
@@ -48,9 +47,8 @@ static double median_seconds(int (*fn)(void *), void *arg, const bench_opts *o, 
     t[n] = now() - t0;
     total += t[n++];
   }
-  qsort(t, (size_t)n, sizeof t[0], cmp_double);
   *runs = n;
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  return bench_median(t, n);
 }
 
 /* ---- the ceiling: memcpy of a buffer well past the caches, same threads ---- */
@@ -105,116 +103,81 @@ static int run_op(void *p) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: dsv4kv bench [--device cpu] [--op OP] [--record REC] [--sizes decode|prefill|large|all]\n"
-          "                    [--threads N] [--min-runs N] [--min-seconds S] [--json FILE] [--plot FILE]\n"
+          "usage: dsv4kv bench [--device cpu|cuda] [--op OP] [--record REC] [--sizes decode|prefill|large|all]\n"
+          "                    [--threads N] [--min-runs N] [--min-seconds S] [--report] [--json FILE] [--plot FILE]\n"
           "\n"
           "Times every op and record at the reference's anchor configurations (e.g.\n"
-          "'insert_v4 N=4096', 'gather_mxfp8 64x16384') on the CPU backend: one warm-up\n"
-          "call, then the median of at least --min-runs runs (default 5) and of at least\n"
-          "--min-seconds (default 0.2) of them; GB/s counts the compulsory bytes read +\n"
-          "written, as the anchor does, beside a memcpy of 256 MiB with the same threads\n"
-          "measured in the same run.\n"
+          "'insert_v4 N=4096', 'gather_mxfp8 64x16384').  GB/s counts the compulsory bytes\n"
+          "read + written, as the anchor does, beside a copy measured in the same run.\n"
+          "  cpu:  one warm-up call, then the median of at least --min-runs runs (default 5)\n"
+          "        and of at least --min-seconds (default 0.2); the ceiling is a memcpy of\n"
+          "        256 MiB with the same threads.\n"
+          "  cuda: device 0.  eager = one call between CUDA events, stream idle and L2\n"
+          "        flushed before it (host side of the call included); graph = the call\n"
+          "        captured n times in a CUDA graph, replayed, divided by n; medians after\n"
+          "        warm-up (eager: at least --min-runs, default 20).  The ceiling is a\n"
+          "        device-to-device copy of 2 GiB; the reference's H200 figures and our\n"
+          "        ratio to them are listed where the anchor has the configuration.\n"
           "\n"
           "  --op OP        insert, gather, global_topk, combine, flashinfer, indexer (default all)\n"
           "  --record REC   v4, mxfp8, nvfp4 (inserts, gathers), fp8, mxfp4 (indexer)\n"
           "  --sizes S      decode (64-256 tokens), prefill (4096-16384), large (65536+), all (default)\n"
           "  --threads N    CPU threads per call and for the memcpy (default: the processors)\n"
-          "  --json FILE    the table as JSON;  --plot FILE  GB/s per config (.png or .svg, gnuplot)\n"
-          "  --device cpu   the only device this build benchmarks\n"
+          "  --report       cuda: give every call a device report (skip counts) as an engine may\n"
+          "  --json FILE    the table as JSON;  --plot FILE  GB/s against size (.png or .svg, gnuplot)\n"
+          "  --from-json F  no timing: --plot the results of an earlier --json F\n"
           "exit status: 0, 1 when a call failed, 2 for a usage error.\n");
 }
 
-static int plot(const char *path, cJSON *rows, double ceiling) {
-  char data[] = "/tmp/dsv4kv-bench-XXXXXX";
-  int fd = mkstemp(data);
-  if (fd < 0) return -1;
-  FILE *d = fdopen(fd, "w");
-  int i = 0;
-  cJSON *r;
-  cJSON_ArrayForEach(r, rows) {
-    fprintf(d, "%d \"%s\" %g\n", i++, cJSON_GetObjectItem(r, "config")->valuestring,
-            cJSON_GetObjectItem(r, "gbps")->valuedouble);
-  }
-  fclose(d);
-  const char *ext = strrchr(path, '.');
-  int svg = ext && !strcmp(ext, ".svg");
-  FILE *g = popen("gnuplot", "w");
-  if (!g) return remove(data), -1;
-  fprintf(g, "set terminal %s size 1400,700 noenhanced\nset output '%s'\n", svg ? "svg" : "pngcairo", path);
-  fprintf(g, "set title 'dsv4kv bench (CPU): GB/s per configuration; dashed: same-run memcpy %.1f GB/s'\n", ceiling);
-  fprintf(g, "set ylabel 'GB/s (read + write)'\nset key top left\nset style fill solid 0.6\nset boxwidth 0.7\nset grid ytics\n");
-  fprintf(g, "set xtics rotate by 60 right font ',8'\nset bmargin 16\nset yrange [0:*]\n");
-  fprintf(g, "plot '%s' using 1:3:xtic(2) with boxes title 'op', %g with lines dt 2 lw 2 title 'memcpy'\n", data,
-          ceiling);
-  int rc = pclose(g);
-  remove(data);
-  return rc == 0 ? 0 : -1;
+static const char *json_str(cJSON *o, const char *k) {
+  cJSON *v = cJSON_GetObjectItem(o, k);
+  return cJSON_IsString(v) ? v->valuestring : "?";
 }
 
-int cmd_bench(int argc, char **argv) {
-  const char *op = NULL, *record = NULL, *sizes = NULL, *json = NULL, *plot_path = NULL;
-  bench_opts o = {omp_get_num_procs(), 5, 0.2};
-  static const struct option longopts[] = {
-      {"device", required_argument, NULL, 'd'},  {"op", required_argument, NULL, 'o'},
-      {"record", required_argument, NULL, 'r'},  {"sizes", required_argument, NULL, 's'},
-      {"threads", required_argument, NULL, 't'}, {"min-runs", required_argument, NULL, 'n'},
-      {"min-seconds", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
-      {"plot", required_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
-  int ch;
-  optind = 1;
-  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-    char *end = NULL;
-    switch (ch) {
-      case 'd':
-        if (strcmp(optarg, "cpu")) {
-          fprintf(stderr, "dsv4kv bench: --device %s: this build benchmarks the CPU backend only (the GPU's "
-                          "event and graph timing is not here yet)\n", optarg);
-          return 2;
-        }
-        break;
-      case 'o': op = strcmp(optarg, "all") ? optarg : NULL; break;
-      case 'r': record = strcmp(optarg, "all") ? optarg : NULL; break;
-      case 's': sizes = strcmp(optarg, "all") ? optarg : NULL; break;
-      case 't': o.threads = (int)strtol(optarg, &end, 10); break;
-      case 'n': o.min_runs = (int)strtol(optarg, &end, 10); break;
-      case 'S': o.min_seconds = strtod(optarg, &end); break;
-      case 'j': json = optarg; break;
-      case 'p': plot_path = optarg; break;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 2;
-    }
-    if (end && (*end || o.threads < 1 || o.threads > 1024 || o.min_runs < 1 || o.min_runs > BENCH_MAX_RUNS ||
-                !(o.min_seconds >= 0 && o.min_seconds <= 60))) {
-      fprintf(stderr, "dsv4kv bench: bad value '%s' (threads 1..1024, min-runs 1..%d, min-seconds 0..60)\n", optarg,
-              BENCH_MAX_RUNS);
-      return 2;
-    }
+/* An earlier run's JSON (--json), checked for what the plot reads; the file
+ * is bounded (16 MiB) as any input. */
+static cJSON *load_results(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return fprintf(stderr, "dsv4kv bench: --from-json %s: cannot open it\n", path), NULL;
+  enum { MAX_JSON = 16 << 20 };
+  char *text = malloc(MAX_JSON + 1);
+  size_t n = text ? fread(text, 1, MAX_JSON + 1, f) : 0;
+  fclose(f);
+  cJSON *root = NULL;
+  if (text && n <= MAX_JSON) {
+    text[n] = 0;
+    root = cJSON_Parse(text);
   }
-  if (optind < argc) return fprintf(stderr, "dsv4kv bench: unexpected argument '%s'\n", argv[optind]), 2;
-  static const char *const ops[] = {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer", NULL};
-  static const char *const recs[] = {"v4", "mxfp8", "nvfp4", "fp8", "mxfp4", NULL};
-  static const char *const szs[] = {"decode", "prefill", "large", NULL};
-  const char *const *lists[] = {ops, recs, szs};
-  const char *given[] = {op, record, sizes}, *what[] = {"--op", "--record", "--sizes"};
-  for (int l = 0; l < 3; l++) {
-    int ok = !given[l];
-    for (const char *const *v = lists[l]; !ok && *v; v++) ok = !strcmp(*v, given[l]);
-    if (!ok) return fprintf(stderr, "dsv4kv bench: %s %s is not one of the choices (see --help)\n", what[l], given[l]), 2;
+  free(text);
+  cJSON *rows = root ? cJSON_GetObjectItem(root, "results") : NULL;
+  int ok = cJSON_IsArray(rows) && cJSON_IsNumber(cJSON_GetObjectItem(root, "copy_gbps"));
+  for (cJSON *r = ok ? rows->child : NULL; r; r = r->next)
+    ok = ok && cJSON_IsString(cJSON_GetObjectItem(r, "op")) && cJSON_IsString(cJSON_GetObjectItem(r, "record")) &&
+         cJSON_IsNumber(cJSON_GetObjectItem(r, "tokens"));
+  if (!ok) {
+    fprintf(stderr, "dsv4kv bench: --from-json %s: not the JSON of dsv4kv bench --json%s\n", path,
+            n > MAX_JSON ? " (over 16 MiB)" : "");
+    cJSON_Delete(root);
+    return NULL;
   }
-  double ceiling = copy_gbps(&o);
+  return root;
+}
+
+/* The CPU half: fills root; returns the exit status. */
+static int bench_cpu(const bench_opts *o, cJSON *root) {
+  double ceiling = copy_gbps(o);
   printf("dsv4kv bench: cpu, %d thread%s, libdsv4kv %s, cpu path %s; memcpy 256 MiB: %.1f GB/s (read + write)\n",
-         o.threads, o.threads == 1 ? "" : "s", dsv4kv_version(), dsv4kv_cpu_path_current(), ceiling);
+         o->threads, o->threads == 1 ? "" : "s", dsv4kv_version(), dsv4kv_cpu_path_current(), ceiling);
   printf("%-62s %10s %11s %9s %7s %5s\n", "config", "MB", "median us", "GB/s", "% copy", "runs");
-  cJSON *root = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(root, "results");
+  cJSON *rows = cJSON_GetObjectItem(root, "results");
   cJSON_AddStringToObject(root, "device", "cpu");
-  cJSON_AddNumberToObject(root, "threads", o.threads);
+  cJSON_AddNumberToObject(root, "threads", o->threads);
+  cJSON_AddStringToObject(root, "cpu_path", dsv4kv_cpu_path_current());
   cJSON_AddNumberToObject(root, "copy_gbps", ceiling);
-  cJSON_AddStringToObject(root, "library_version", dsv4kv_version());
   int rc = 0, matched = 0;
   for (int i = 0;; i++) {
     bench_case c;
-    int m = bench_case_make(i, op, record, sizes, &c);
+    int m = bench_case_make(i, o->op, o->record, o->sizes, &c);
     if (m == 0) break;
     if (m == -1) continue;
     if (m == -2) {
@@ -223,9 +186,9 @@ int cmd_bench(int argc, char **argv) {
       break;
     }
     matched++;
-    op_arg a = {&c, {.num_threads = o.threads}};
+    op_arg a = {&c, {.num_threads = o->threads}};
     int runs = 0;
-    double s = median_seconds(run_op, &a, &o, &runs);
+    double s = median_seconds(run_op, &a, o, &runs);
     if (s < 0) {
       rc = 1;
     } else {
@@ -252,16 +215,154 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr, "dsv4kv bench: no configuration matches the filters\n");
     rc = 2;
   }
-  if (json) {
+  return rc;
+}
+
+/* One data block per (op, record) series, in the rows' order. */
+static int write_series(FILE *d, cJSON *rows, const char *field, char titles[][48], int max) {
+  int n = 0;
+  char prev[48] = "";
+  cJSON *r;
+  cJSON_ArrayForEach(r, rows) {
+    cJSON *v = cJSON_GetObjectItem(r, field);
+    if (!cJSON_IsNumber(v)) continue;
+    char key[48];
+    const char *rec = cJSON_GetObjectItem(r, "record")->valuestring;
+    snprintf(key, sizeof key, "%s%s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec);
+    if (strcmp(key, prev)) {
+      if (n == max) break;
+      if (n) fprintf(d, "\n\n");
+      snprintf(titles[n++], 48, "%s", key);
+      snprintf(prev, sizeof prev, "%s", key);
+    }
+    fprintf(d, "%g %g\n", cJSON_GetObjectItem(r, "tokens")->valuedouble, v->valuedouble);
+  }
+  return n;
+}
+
+int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref_field, double ceiling,
+               const char *title) {
+  enum { MAX_SERIES = 24 };
+  char ours[] = "/tmp/dsv4kv-bench-XXXXXX", refs[] = "/tmp/dsv4kv-bench-ref-XXXXXX";
+  char t_ours[MAX_SERIES][48], t_refs[MAX_SERIES][48];
+  int fd = mkstemp(ours), fr = ref_field ? mkstemp(refs) : -1;
+  if (fd < 0 || (ref_field && fr < 0)) return -1;
+  FILE *d = fdopen(fd, "w"), *dr = ref_field ? fdopen(fr, "w") : NULL;
+  const int n = write_series(d, rows, field, t_ours, MAX_SERIES);
+  const int nr = dr ? write_series(dr, rows, ref_field, t_refs, MAX_SERIES) : 0;
+  fclose(d);
+  if (dr) fclose(dr);
+  const char *ext = strrchr(path, '.');
+  FILE *g = popen("gnuplot", "w");
+  if (!g) return remove(ours), ref_field ? remove(refs) : 0, -1;
+  fprintf(g, "set terminal %s size 1400,800 noenhanced\nset output '%s'\n",
+          ext && !strcmp(ext, ".svg") ? "svg" : "pngcairo", path);
+  fprintf(g, "set title '%s'\nset xlabel 'tokens (gather: requests x tokens)'\n", title);
+  fprintf(g, "set ylabel 'GB/s (compulsory bytes read + written)'\nset logscale x 2\nset grid\n");
+  fprintf(g, "set key outside right top\nset yrange [0:%g]\n", ceiling * 1.1);
+  fprintf(g, "plot %g with lines dt 2 lw 2 lc rgb 'black' title 'copy ceiling (same run)'", ceiling);
+  for (int i = 0; i < n; i++)
+    fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 pt 7 lc %d title '%s'", ours, i, i + 1, t_ours[i]);
+  for (int i = 0; i < nr; i++) {
+    int lc = 1;
+    for (int k = 0; k < n; k++)
+      if (!strcmp(t_refs[i], t_ours[k])) lc = k + 1;
+    fprintf(g, ", '%s' index %d using 1:2 with points pt 6 ps 2 lc %d title '%s (reference)'", refs, i, lc, t_refs[i]);
+  }
+  fprintf(g, "\n");
+  int rc = pclose(g);
+  remove(ours);
+  if (ref_field) remove(refs);
+  return rc == 0 ? 0 : -1;
+}
+
+int cmd_bench(int argc, char **argv) {
+  const char *json = NULL, *plot_path = NULL, *from = NULL;
+  bench_opts o = {omp_get_num_procs(), 0, 0.2, 0, NULL, NULL, NULL};
+  int cuda = 0;
+  static const struct option longopts[] = {
+      {"device", required_argument, NULL, 'd'},  {"op", required_argument, NULL, 'o'},
+      {"record", required_argument, NULL, 'r'},  {"sizes", required_argument, NULL, 's'},
+      {"threads", required_argument, NULL, 't'}, {"min-runs", required_argument, NULL, 'n'},
+      {"min-seconds", required_argument, NULL, 'S'}, {"json", required_argument, NULL, 'j'},
+      {"plot", required_argument, NULL, 'p'},    {"report", no_argument, NULL, 'R'},
+      {"from-json", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int ch;
+  optind = 1;
+  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    char *end = NULL;
+    switch (ch) {
+      case 'd':
+        if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda")) {
+          fprintf(stderr, "dsv4kv bench: --device %s: not one of cpu, cuda\n", optarg);
+          return 2;
+        }
+        cuda = !strcmp(optarg, "cuda");
+        break;
+      case 'o': o.op = strcmp(optarg, "all") ? optarg : NULL; break;
+      case 'r': o.record = strcmp(optarg, "all") ? optarg : NULL; break;
+      case 's': o.sizes = strcmp(optarg, "all") ? optarg : NULL; break;
+      case 't': o.threads = (int)strtol(optarg, &end, 10); break;
+      case 'n': o.min_runs = (int)strtol(optarg, &end, 10); break;
+      case 'S': o.min_seconds = strtod(optarg, &end); break;
+      case 'R': o.report = 1; break;
+      case 'F': from = optarg; break;
+      case 'j': json = optarg; break;
+      case 'p': plot_path = optarg; break;
+      case 'h': usage(stdout); return 0;
+      default: usage(stderr); return 2;
+    }
+    if (end && (*end || o.threads < 1 || o.threads > 1024 || o.min_runs < 1 || o.min_runs > BENCH_MAX_RUNS ||
+                !(o.min_seconds >= 0 && o.min_seconds <= 60))) {
+      fprintf(stderr, "dsv4kv bench: bad value '%s' (threads 1..1024, min-runs 1..%d, min-seconds 0..60)\n", optarg,
+              BENCH_MAX_RUNS);
+      return 2;
+    }
+  }
+  if (optind < argc) return fprintf(stderr, "dsv4kv bench: unexpected argument '%s'\n", argv[optind]), 2;
+  if (o.report && !cuda) return fprintf(stderr, "dsv4kv bench: --report is for --device cuda\n"), 2;
+  if (!o.min_runs) o.min_runs = cuda ? 20 : 5;
+  static const char *const ops[] = {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer", NULL};
+  static const char *const recs[] = {"v4", "mxfp8", "nvfp4", "fp8", "mxfp4", NULL};
+  static const char *const szs[] = {"decode", "prefill", "large", NULL};
+  const char *const *lists[] = {ops, recs, szs};
+  const char *given[] = {o.op, o.record, o.sizes}, *what[] = {"--op", "--record", "--sizes"};
+  for (int l = 0; l < 3; l++) {
+    int ok = !given[l];
+    for (const char *const *v = lists[l]; !ok && *v; v++) ok = !strcmp(*v, given[l]);
+    if (!ok) return fprintf(stderr, "dsv4kv bench: %s %s is not one of the choices (see --help)\n", what[l], given[l]), 2;
+  }
+  cJSON *root = NULL;
+  int rc = 0;
+  if (from) { /* the plot of an earlier run (e.g. one on a GPU machine without gnuplot) */
+    if (!(root = load_results(from))) return 1;
+    cJSON *d = cJSON_GetObjectItem(root, "device");
+    cuda = cJSON_IsString(d) && !strcmp(d->valuestring, "cuda");
+  } else {
+    root = cJSON_CreateObject();
+    cJSON_AddArrayToObject(root, "results");
+    cJSON_AddStringToObject(root, "library_version", dsv4kv_version());
+    rc = cuda ? bench_gpu(&o, root) : bench_cpu(&o, root);
+  }
+  cJSON *rows = cJSON_GetObjectItem(root, "results");
+  if (json && !from) {
     char *text = cJSON_Print(root);
     FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
     if (!f || !text || fputs(text, f) < 0) fprintf(stderr, "dsv4kv bench: cannot write %s\n", json), rc = rc ? rc : 1;
     if (f && f != stdout) fclose(f);
     free(text);
   }
-  if (plot_path && cJSON_GetArraySize(rows) > 0 && plot(plot_path, rows, ceiling)) {
-    fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot failed (is gnuplot-nox installed?)\n", plot_path);
-    rc = rc ? rc : 1;
+  if (plot_path && cJSON_GetArraySize(rows) > 0) {
+    const double ceiling = cJSON_GetObjectItem(root, "copy_gbps")->valuedouble;
+    char title[256];
+    snprintf(title, sizeof title, "dsv4kv bench (%s, %s): GB/s against size; dashed: the copy ceiling",
+             cuda ? "CUDA, eager; circles: the reference's event figures" : "CPU",
+             json_str(root, cuda ? "gpu" : "cpu_path"));
+    if (bench_plot(plot_path, rows, cuda ? "gbps_eager" : "gbps", cuda ? "ref_gbps_event" : NULL, ceiling, title)) {
+      fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot failed (is gnuplot-nox installed?)\n", plot_path);
+      rc = rc ? rc : 1;
+    }
   }
   cJSON_Delete(root);
   return rc;

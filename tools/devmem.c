@@ -68,6 +68,29 @@ int devmem_fill(void *dev, int byte, size_t n) {
   return n && !ok(cudaMemsetAsync(dev, byte, n, stream), "cudaMemsetAsync");
 }
 int devmem_sync(void) { return !ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+int devmem_copy(void *dst, const void *src, size_t n) {
+  return n && !ok(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync on the device");
+}
+
+int devmem_capture_begin(void) {
+  return !ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+}
+int devmem_capture_end(void **exec) {
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t x = NULL;
+  *exec = NULL;
+  if (!ok(cudaStreamEndCapture(stream, &g), "cudaStreamEndCapture")) return -1;
+  int bad = !ok(cudaGraphInstantiate(&x, g, 0), "cudaGraphInstantiate");
+  cudaGraphDestroy(g);
+  if (!bad) bad = !ok(cudaGraphUpload(x, stream), "cudaGraphUpload");
+  if (bad && x) cudaGraphExecDestroy(x), x = NULL;
+  *exec = x;
+  return bad ? -1 : 0;
+}
+int devmem_graph_launch(void *exec) { return !ok(cudaGraphLaunch((cudaGraphExec_t)exec, stream), "cudaGraphLaunch"); }
+void devmem_graph_free(void *exec) {
+  if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
+}
 
 int devmem_mark(int which) { return !ok(cudaEventRecord(ev[which != 0], stream), "cudaEventRecord"); }
 
@@ -89,6 +112,11 @@ int devmem_upload(void *dev, const void *host, size_t n) { (void)dev, (void)host
 int devmem_download(void *host, const void *dev, size_t n) { (void)dev, (void)host, (void)n; return -1; }
 int devmem_fill(void *dev, int byte, size_t n) { (void)dev, (void)byte, (void)n; return -1; }
 int devmem_sync(void) { return -1; }
+int devmem_copy(void *dst, const void *src, size_t n) { (void)dst, (void)src, (void)n; return -1; }
+int devmem_capture_begin(void) { return -1; }
+int devmem_capture_end(void **exec) { *exec = NULL; return -1; }
+int devmem_graph_launch(void *exec) { (void)exec; return -1; }
+void devmem_graph_free(void *exec) { (void)exec; }
 int devmem_mark(int which) { (void)which; return -1; }
 double devmem_elapsed_ms(void) { return -1.0; }
 

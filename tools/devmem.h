@@ -31,6 +31,17 @@ int devmem_fill(void *dev, int byte, size_t n);
 /* Waits for the stream; 0 = every enqueued operation succeeded. */
 int devmem_sync(void);
 
+/* A device-to-device copy on the stream (the bandwidth ceiling). */
+int devmem_copy(void *dst, const void *src, size_t n);
+
+/* CUDA graphs of the stream's work: capture_begin() .. the calls ..
+ * capture_end(&exec) instantiates what was captured; graph_launch replays it
+ * on the stream.  0 = success. */
+int devmem_capture_begin(void);
+int devmem_capture_end(void **exec);
+int devmem_graph_launch(void *exec);
+void devmem_graph_free(void *exec);
+
 /* Event timing on the stream: mark(0) before the timed work, mark(1) after;
  * devmem_elapsed_ms() after devmem_sync() (marking 0 again moves the start). */
 int devmem_mark(int which);

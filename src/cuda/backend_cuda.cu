@@ -2,6 +2,8 @@
  * (device, stream, status), the report reset, and dsv4kv_warmup's loading of
  * the kernels a model will launch. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
 
 #include "cuda/cuda_common.cuh"
@@ -103,7 +105,48 @@ void cuda_report_reset(cuda_call *c, dsv4kv_report *rep, op_id op) {
   if (rep) report_reset_kernel<<<1, 1, 0, c->stream>>>(rep, (int32_t)op);
 }
 
-const void *const cuda_report_kernels[] = {(const void *)report_reset_kernel, NULL};
+/* ---- DEDUP_MARK (cuda_common.cuh) ---------------------------------------- */
+static __device__ __forceinline__ unsigned int *mark_word(const mark_params *p, int64_t slot) {
+  uint8_t *page = p->base + (slot / p->bs) * p->page_stride;
+  return (unsigned int *)(page + record_scales_off(&p->layout, p->bs, slot % p->bs));
+}
+
+/* Every named record's first scale word := the tag (below every mark). */
+__global__ void __launch_bounds__(CUDA_BLOCK) mark_reset_kernel(mark_params p) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < p.T; j += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t s = written_slot(p.slots, j, p.num_slots, p.positions, p.ratio, p.cs_rows);
+    if (s >= 0) *mark_word(&p, s) = p.d.tag;
+  }
+}
+
+/* ... then the largest mark of the rows naming it: the last row's. */
+__global__ void __launch_bounds__(CUDA_BLOCK) mark_max_kernel(mark_params p) {
+  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < p.T; j += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t s = written_slot(p.slots, j, p.num_slots, p.positions, p.ratio, p.cs_rows);
+    if (s >= 0) atomicMax(mark_word(&p, s), p.d.tag | (uint32_t)(j + 1) << p.d.shift);
+  }
+}
+
+int cuda_dedup_forced(void) {
+  static volatile int forced = -2;
+  if (forced == -2) {
+    const char *e = getenv("DSV4KV_CUDA_DEDUP");
+    forced = !e ? -1 : !strcmp(e, "shared") ? DEDUP_SHARED : !strcmp(e, "mark") ? DEDUP_MARK
+                    : !strcmp(e, "global")  ? DEDUP_GLOBAL : -1;
+  }
+  return forced;
+}
+
+void cuda_mark_rows(cudaStream_t stream, const mark_params *p) {
+  if (p->d.mode != DEDUP_MARK) return;
+  int64_t b = (p->T + CUDA_BLOCK - 1) / CUDA_BLOCK;
+  const unsigned grid = b > 4096 ? 4096u : (unsigned)b;
+  mark_reset_kernel<<<grid, CUDA_BLOCK, 0, stream>>>(*p);
+  mark_max_kernel<<<grid, CUDA_BLOCK, 0, stream>>>(*p);
+}
+
+const void *const cuda_report_kernels[] = {(const void *)report_reset_kernel, (const void *)mark_reset_kernel,
+                                           (const void *)mark_max_kernel, NULL};
 
 /* ---- warm-up -------------------------------------------------------------- */
 

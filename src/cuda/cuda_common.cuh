@@ -171,6 +171,36 @@ static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
   return v;
 }
 
+/* ---- duplicate slots: the last writing row wins ------------------------------
+ *
+ * Rows naming the same slot must leave the bytes of the last of them (the
+ * CPU: threads own pages).  No workspace is allowed, so one of three ways,
+ * chosen on the host (dedup_mode_of):
+ *
+ *   DEDUP_SHARED  T <= DEDUP_SHARED_ROWS (decode and small prefill): each
+ *                 block copies the slots of the rows from its first one to T
+ *                 into shared memory, and each warp scans the rows after its
+ *                 own there, 32 at a time;
+ *   DEDUP_MARK    larger T: two small kernels before the op (mark_reset,
+ *                 mark_max) leave in the first 4-byte scale word of every named
+ *                 record the mark of its last writing row, mark(t) = tag |
+ *                 (t + 1) << shift, chosen so that no record's scale word can
+ *                 ever equal a mark (record_mark_of); in the op a row writes
+ *                 when the word still holds its own mark.  The winner stores
+ *                 that word in one 4-byte store, so a loser reading it sees
+ *                 either the winner's mark or the winner's data, never its own
+ *                 mark.  Every mark is overwritten by its winner: nothing of it
+ *                 survives the call;
+ *   DEDUP_GLOBAL  the rest (records not 4-byte aligned, T >= 2^24): each warp
+ *                 scans the later rows' slots in global memory, O(T^2 / 32).
+ */
+enum { DEDUP_SHARED = 0, DEDUP_MARK = 1, DEDUP_GLOBAL = 2, DEDUP_SHARED_ROWS = 1024 };
+
+typedef struct {
+  int32_t mode;
+  uint32_t tag, shift; /* mark(t) = tag | (t + 1) << shift (DEDUP_MARK) */
+} ddedup;
+
 /* Whether row j writes: every row of an insert; an indexer row only at a
  * group boundary with a RoPE row (positions.data non-NULL), as src/cpu/indexer_cpu.c checks it. */
 static __device__ __forceinline__ int row_writes(dix positions, int64_t j, int64_t ratio, int64_t cs_rows) {
@@ -179,18 +209,129 @@ static __device__ __forceinline__ int row_writes(dix positions, int64_t j, int64
   return pos >= 0 && pos % ratio == ratio - 1 && (pos / ratio) * ratio < cs_rows;
 }
 
-/* Whether a writing row after t (t < j < T) of `slots` names `slot`: the rule
- * "the last writing row wins" (the CPU: threads own pages) without a workspace, each warp
- * scanning the rows after its own, 32 at a time.  Every lane of the warp
- * calls it with the same t and slot. */
-static __device__ __forceinline__ int later_row_writes_slot(dix slots, int64_t T, int64_t t, int64_t slot,
-                                                            dix positions, int64_t ratio, int64_t cs_rows) {
+/* The slot row j writes, or -2 when it writes none. */
+static __device__ __forceinline__ int64_t written_slot(dix slots, int64_t j, int64_t num_slots, dix positions,
+                                                       int64_t ratio, int64_t cs_rows) {
+  const int64_t s = dix_i64(slots, j);
+  return s >= 0 && s < num_slots && row_writes(positions, j, ratio, cs_rows) ? s : -2;
+}
+
+/* DEDUP_SHARED: the written slots of rows b0 .. T-1 into sh[] (b0 = the
+ * block's first row; T - b0 <= DEDUP_SHARED_ROWS).  Every thread of the
+ * block calls it. */
+static __device__ __forceinline__ void dedup_shared_load(int64_t *sh, dix slots, int64_t T, int64_t num_slots,
+                                                         dix positions, int64_t ratio, int64_t cs_rows) {
+  const int64_t b0 = (int64_t)blockIdx.x * CUDA_WARPS;
+  for (int64_t j = b0 + threadIdx.x; j < T; j += blockDim.x)
+    sh[j - b0] = written_slot(slots, j, num_slots, positions, ratio, cs_rows);
+  __syncthreads();
+}
+
+/* Whether a writing row after t (t < j < T) names `slot` (DEDUP_SHARED or
+ * DEDUP_GLOBAL).  Every lane of the warp calls it with the same t and slot. */
+static __device__ __forceinline__ int later_row_writes_slot(int mode, const int64_t *sh, dix slots, int64_t T,
+                                                            int64_t t, int64_t slot, dix positions, int64_t ratio,
+                                                            int64_t cs_rows) {
+  const int64_t b0 = (int64_t)blockIdx.x * CUDA_WARPS;
   for (int64_t j0 = t + 1; j0 < T; j0 += 32) {
     const int64_t j = j0 + lane_id();
-    const int hit = j < T && dix_i64(slots, j) == slot && row_writes(positions, j, ratio, cs_rows);
+    int hit = 0;
+    if (j < T)
+      hit = mode == DEDUP_SHARED ? sh[j - b0] == slot
+                                 : dix_i64(slots, j) == slot && row_writes(positions, j, ratio, cs_rows);
     if (__any_sync(FULL_MASK, hit)) return 1;
   }
   return 0;
+}
+
+/* DEDUP_MARK: whether row t is the last to write the record whose first
+ * scale word is at w (read past L1: the marks were written by the kernels
+ * before). */
+static __device__ __forceinline__ int mark_is_mine(ddedup d, const uint8_t *w, int64_t t) {
+  return __ldcg((const unsigned int *)w) == (d.tag | (uint32_t)(t + 1) << d.shift);
+}
+
+/* The parameters of mark_reset / mark_max (backend_cuda.cu). */
+typedef struct {
+  dix slots, positions; /* positions.data NULL: every row writes */
+  int64_t T, num_slots, ratio, cs_rows;
+  uint8_t *base;
+  int64_t page_stride;
+  int32_t bs;
+  record_layout layout;
+  ddedup d;
+} mark_params;
+
+/* The way for T rows of a record of `layout` in a cache at base with pages
+ * page_stride apart; the tag and shift of its marks (a mark must differ from
+ * any scale word the op can write there):
+ *   UE8M0 and e4m3 scale bytes are never 0 (the amax floors give UE8M0 >= 1,
+ *   NVFP4 scales >= 2^-9 = e4m3 0x01): mark = (t + 1) << 8, first byte 0;
+ *   the indexer's fp32 scale 2^e is positive: mark = 2^31 | (t + 1). */
+/* The way DSV4KV_CUDA_DEDUP (shared, mark, global) forces for the tests, or
+ * -1 (read once; "shared" applies only where the rows fit). */
+int cuda_dedup_forced(void);
+static inline ddedup dedup_mode_of(int64_t T, const record_layout *layout, int fp32_scale, const void *base,
+                                   int64_t page_stride) {
+  ddedup d = {DEDUP_SHARED, 0, 0};
+  const int forced = cuda_dedup_forced();
+  if (T <= DEDUP_SHARED_ROWS && (forced < 0 || forced == DEDUP_SHARED)) return d;
+  d.mode = DEDUP_GLOBAL;
+  if (forced == DEDUP_GLOBAL) return d;
+  if ((uintptr_t)base % 4 || page_stride % 4 || layout->scale_bytes < 4 || T >= (1 << 24) - 1) return d;
+  d.mode = DEDUP_MARK;
+  d.tag = fp32_scale ? 0x80000000u : 0u;
+  d.shift = fp32_scale ? 0 : 8;
+  return d;
+}
+
+/* Launches the two mark kernels when p->d.mode is DEDUP_MARK. */
+void cuda_mark_rows(cudaStream_t stream, const mark_params *p);
+
+/* ---- fast exact conversions (sm_89+ cvt); each equals formats/ref.h's ------ */
+
+/* fp8_quant_code of two values (OCP e4m3 only): NaN -> +max and the clamp
+ * as the reference, then the hardware's round-to-nearest-even encode, which
+ * for values within +-448 is e4m3_encode. */
+static __device__ __forceinline__ uint32_t e4m3x2_quant(float lo, float hi) {
+  lo = clamp_nan_to_max(lo, FP8_OCP_MAX);
+  hi = clamp_nan_to_max(hi, FP8_OCP_MAX);
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/* Two OCP e4m3 codes (low byte first) as fp32, exactly (via fp16, which
+ * holds every e4m3 value; NaN stays NaN). */
+static __device__ __forceinline__ float2 e4m3x2_decode(uint32_t two) {
+  unsigned int h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((unsigned short)two));
+  float lo, hi;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(lo) : "h"((unsigned short)(h2 & 0xFFFF)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(hi) : "h"((unsigned short)(h2 >> 16)));
+  return make_float2(lo, hi);
+}
+
+/* Two e2m1 codes (the low and high nibble of a byte) as fp32 x 2^-14,
+ * exactly: code c with sign s read as the fp16 (c & 7) << 9 | s << 15 is the
+ * e2m1 value times 2^-14 (subnormal 0.5 included). */
+static __device__ __forceinline__ float2 e2m1x2_decode_2m14(uint32_t byte) {
+  const unsigned short lo = (unsigned short)((byte & 7u) << 9 | (byte & 8u) << 12);
+  const unsigned short hi = (unsigned short)((byte & 0x70u) << 5 | (byte & 0x80u) << 8);
+  float a, b;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(a) : "h"(lo));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(b) : "h"(hi));
+  return make_float2(a, b);
+}
+
+/* f32_to_bf16 of two values, low half first: the hardware's RNE, and the
+ * reference's 0x7FFF for NaN. */
+static __device__ __forceinline__ uint32_t bf16x2_of(float lo, float hi) {
+  unsigned int r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  if (lo != lo) r = (r & 0xFFFF0000u) | 0x7FFFu;
+  if (hi != hi) r = (r & 0x0000FFFFu) | 0x7FFF0000u;
+  return r;
 }
 
 /* ---- host side of a launch ---------------------------------------------- */

@@ -22,28 +22,51 @@ typedef struct {
   dnote note;
 } gather_params;
 
-/* Lane `lane`'s 16 output values of a main-cache record. */
+/* Lane `lane`'s 16 output values of a main-cache record, as 8 bf16 pairs
+ * (low half first).  OCP e4m3 and e2m1 through the hardware's exact
+ * conversions (cuda_common.cuh), FNUZ through formats/ref.h's decoder; the
+ * products are the reference's fp32 products either way. */
 static __device__ void dequant_lane(const gather_params *p, int lane, const uint8_t *values, const uint8_t *scales,
-                                    uint16_t *y) {
+                                    uint32_t *y) {
   if (p->record == DSV4KV_RECORD_NVFP4) {
-    const float sv = e4m3_decode(scales[lane]); /* products exact in fp32 */
+    /* e2m1 x 2^-14 times the scale x 2^14: both exact, and so is the product */
+    const float sv = e4m3_decode(scales[lane]) * 16384.0f;
     const uint8_t *b = values + 8 * lane;
+    uint32_t w[2];
+    if (p->vec_c) {
+      const uint2 v = __ldg((const uint2 *)b);
+      w[0] = v.x, w[1] = v.y;
+    } else {
+      for (int k = 0; k < 2; k++) w[k] = b[4 * k] | b[4 * k + 1] << 8 | b[4 * k + 2] << 16 | (uint32_t)b[4 * k + 3] << 24;
+    }
     for (int i = 0; i < 8; i++) {
-      const uint8_t v = b[i];
-      y[2 * i] = f32_to_bf16(e2m1_decode(v & 0xF) * sv);
-      y[2 * i + 1] = f32_to_bf16(e2m1_decode(v >> 4) * sv);
+      const float2 v = e2m1x2_decode_2m14((w[i / 4] >> (8 * (i % 4))) & 0xFF);
+      y[i] = bf16x2_of(v.x * sv, v.y * sv);
     }
     return;
   }
   if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) { /* RoPE dims: raw bf16 */
-    load_bf16x16(values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM), p->vec_c, y);
+    const uint8_t *src = values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM);
+    const uint4 a = load16(src, p->vec_c), b = load16(src + 16, p->vec_c);
+    y[0] = a.x, y[1] = a.y, y[2] = a.z, y[3] = a.w, y[4] = b.x, y[5] = b.y, y[6] = b.z, y[7] = b.w;
     return;
   }
   const int group = p->record == DSV4KV_RECORD_V4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
   const float s = ue8m0_decode_ftz(scales[lane / group]);
-  uint8_t codes[16];
-  unpack16(load16(values + 16 * lane, p->vec_c), codes);
-  for (int i = 0; i < 16; i++) y[i] = f32_to_bf16((p->fnuz ? e4m3fnuz_decode(codes[i]) : e4m3_decode(codes[i])) * s);
+  const uint4 c = load16(values + 16 * lane, p->vec_c);
+  const uint32_t cw[4] = {c.x, c.y, c.z, c.w};
+  if (!p->fnuz) {
+    for (int i = 0; i < 8; i++) {
+      const float2 v = e4m3x2_decode((cw[i / 2] >> (16 * (i % 2))) & 0xFFFF);
+      y[i] = bf16x2_of(v.x * s, v.y * s);
+    }
+    return;
+  }
+  for (int i = 0; i < 8; i++) {
+    const uint32_t two = (cw[i / 2] >> (16 * (i % 2))) & 0xFFFF;
+    y[i] = (uint32_t)f32_to_bf16(e4m3fnuz_decode((uint8_t)two) * s) |
+           (uint32_t)f32_to_bf16(e4m3fnuz_decode((uint8_t)(two >> 8)) * s) << 16;
+  }
 }
 
 __global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
@@ -84,10 +107,12 @@ __global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
     }
     const uint8_t *pg = p.base + page * p.page_stride;
     const int64_t in_page = pos % p.bs;
-    uint16_t y[16];
+    uint32_t y[8];
     dequant_lane(&p, lane, pg + record_values_off(&p.layout, p.bs, in_page),
                  pg + record_scales_off(&p.layout, p.bs, in_page), y);
-    store_bf16x16(p.out + r * p.out_s0 + row * p.out_s1 + 32 * lane, p.vec_out, y);
+    uint8_t *dst = p.out + r * p.out_s0 + row * p.out_s1 + 32 * lane;
+    store16(dst, make_uint4(y[0], y[1], y[2], y[3]), p.vec_out);
+    store16(dst + 16, make_uint4(y[4], y[5], y[6], y[7]), p.vec_out);
   }
 }
 

@@ -22,7 +22,9 @@ typedef struct {
   uint8_t *base;
   int64_t page_stride;
   int32_t bs, record, fnuz, tiled, mx_scale, check_nonfinite;
+  int32_t vec_k, vec4_c; /* 8-byte loads of k_pre rows; 4-byte stores on the cache */
   record_layout layout;
+  ddedup dd;
   dnote note;
 } indexer_params;
 
@@ -37,13 +39,19 @@ static __device__ void store_fp8(const indexer_params *p, uint8_t *page, int64_t
   float scale;
   uint8_t ue, codes[4];
   const float inv = indexer_fp8_scale_ref(amax, p->fnuz, &scale, &ue);
-  for (int i = 0; i < 4; i++) codes[i] = fp8_quant_code(r[i] * inv, p->fnuz);
+  if (p->fnuz) {
+    for (int i = 0; i < 4; i++) codes[i] = fp8_quant_code(r[i] * inv, 1);
+  } else {
+    const uint32_t w = e4m3x2_quant(r[0] * inv, r[1] * inv) | e4m3x2_quant(r[2] * inv, r[3] * inv) << 16;
+    for (int i = 0; i < 4; i++) codes[i] = (uint8_t)(w >> (8 * i));
+  }
   const int64_t off = p->tiled ? idx_tiled_off(pos, 4 * lane) : record_values_off(&p->layout, p->bs, pos) + 4 * lane;
-  store_small(page + off, codes, 4, 0);
-  if (lane == 0) {
+  store_small(page + off, codes, 4, p->vec4_c);
+  if (lane == 0) { /* one 4-byte store (DEDUP_MARK reads this word) */
     uint8_t *sc = page + record_scales_off(&p->layout, p->bs, pos);
-    const uint32_t bits = f32_bits(scale);
-    for (int b = 0; b < INDEXER_FP8_SCALE_BYTES; b++) sc[b] = p->mx_scale ? ue : (uint8_t)(bits >> (8 * b));
+    const uint32_t w = p->mx_scale ? ue * 0x01010101u : f32_bits(scale);
+    uint8_t b[4] = {(uint8_t)w, (uint8_t)(w >> 8), (uint8_t)(w >> 16), (uint8_t)(w >> 24)};
+    store_small(sc, b, 4, p->vec4_c);
   }
 }
 
@@ -55,12 +63,20 @@ static __device__ void store_mxfp4(const indexer_params *p, uint8_t *page, int64
   uint8_t *values = page + record_values_off(&p->layout, p->bs, pos);
   values[2 * lane] = (uint8_t)(e2m1_encode(r[1] * inv) << 4 | e2m1_encode(r[0] * inv));
   values[2 * lane + 1] = (uint8_t)(e2m1_encode(r[3] * inv) << 4 | e2m1_encode(r[2] * inv));
-  if (lane % (INDEXER_MXFP4_BLOCK / 4) == 0) page[record_scales_off(&p->layout, p->bs, pos) + lane / 8] = sb;
+  /* the 4 scale bytes (lanes 0, 8, 16, 24) in one 4-byte store (DEDUP_MARK) */
+  const uint32_t b1 = __shfl_sync(FULL_MASK, (uint32_t)sb, 8), b2 = __shfl_sync(FULL_MASK, (uint32_t)sb, 16),
+                 b3 = __shfl_sync(FULL_MASK, (uint32_t)sb, 24);
+  if (lane == 0) {
+    const uint8_t b[4] = {sb, (uint8_t)b1, (uint8_t)b2, (uint8_t)b3};
+    store_small(page + record_scales_off(&p->layout, p->bs, pos), b, 4, p->vec4_c);
+  }
 }
 
 __global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
+  __shared__ int64_t later[DEDUP_SHARED_ROWS];
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
+  if (p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, p.positions, p.ratio, p.cs_rows);
   float w[4];
   for (int i = 0; i < 4; i++) w[i] = table_f(p.weight, p.w_f32, (4 * lane + i) * p.w_stride);
   for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
@@ -83,7 +99,12 @@ __global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
     }
     const uint8_t *row = p.k_pre + t * p.k_stride + 8 * lane;
     uint16_t k[4];
-    for (int i = 0; i < 4; i++) k[i] = (uint16_t)(row[2 * i] | row[2 * i + 1] << 8);
+    if (p.vec_k) {
+      const uint2 v = __ldg((const uint2 *)row);
+      k[0] = (uint16_t)v.x, k[1] = (uint16_t)(v.x >> 16), k[2] = (uint16_t)v.y, k[3] = (uint16_t)(v.y >> 16);
+    } else {
+      for (int i = 0; i < 4; i++) k[i] = (uint16_t)(row[2 * i] | row[2 * i + 1] << 8);
+    }
     float e[4];
     for (int i = 0; i < 4; i++) e[i] = bf16_to_f32(k[i]);
     float acc = fmaf(e[0], e[0], e[1] * e[1]);
@@ -98,7 +119,11 @@ __global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
       const int64_t in = warp_sum_i64(count_nonfinite_bf16(k, 4));
       if (lane == 0) dnote_nonfinite(p.note, in + (in == 0 && norm_bad));
     }
-    if (later_row_writes_slot(p.slots, p.T, t, slot, p.positions, p.ratio, p.cs_rows)) continue;
+    uint8_t *page = p.base + (slot / p.bs) * p.page_stride;
+    if (p.dd.mode == DEDUP_MARK ? !mark_is_mine(p.dd, page + record_scales_off(&p.layout, p.bs, slot % p.bs), t)
+                                : later_row_writes_slot(p.dd.mode, later, p.slots, p.T, t, slot, p.positions, p.ratio,
+                                                        p.cs_rows))
+      continue;
     float r[4];
     for (int h = 0; h < 2; h++) {
       const int i = 2 * lane + h; /* pair i: dims 2i, 2i+1 */
@@ -110,7 +135,6 @@ __global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
       }
       indexer_norm_rope_pair(k[2 * h], k[2 * h + 1], w[2 * h], w[2 * h + 1], c, s, rstd, r + 2 * h);
     }
-    uint8_t *page = p.base + (slot / p.bs) * p.page_stride;
     if (p.record == DSV4KV_RECORD_INDEXER_FP8)
       store_fp8(&p, page, slot % p.bs, r, lane);
     else
@@ -149,11 +173,18 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   p.tiled = (c->flags & DSV4KV_CACHE_TILED) != 0;
   p.mx_scale = (c->flags & DSV4KV_CACHE_MX_SCALE) != 0;
   p.check_nonfinite = o->check_nonfinite;
+  p.vec_k = (uintptr_t)p.k_pre % 8 == 0 && p.k_stride % 8 == 0;
+  p.vec4_c = (uintptr_t)p.base % 4 == 0 && p.page_stride % 4 == 0;
   p.layout = c->layout;
+  p.dd = dedup_mode_of(a->T, &c->layout, p.record == DSV4KV_RECORD_INDEXER_FP8 && !p.mx_scale, c->base,
+                       c->page_stride);
   p.note.rep = r;
   p.note.detail = 0;
   cuda_report_reset(&call, r, OP_INDEXER_STORE);
   if (a->T > 0) {
+    const mark_params m = {p.slots, p.positions, p.T, p.num_slots, p.ratio, p.cs_rows, p.base, p.page_stride, p.bs,
+                           p.layout, p.dd};
+    cuda_mark_rows(call.stream, &m);
     const unsigned grid = cuda_grid_rows(a->T);
     CUDA_LAUNCH_REPORTED(indexer_kernel, grid, call, p);
   }

@@ -17,10 +17,39 @@ typedef struct {
   int64_t page_stride, num_slots;
   int32_t bs;
   int32_t record, fnuz, check_nonfinite;
-  int32_t vec_k, vec_c; /* 16-byte accesses on k / on the cache */
+  int32_t vec_k, vec_c, vec4_c; /* 16-byte accesses on k / on the cache; 4-byte scale words */
   record_layout layout;
+  ddedup dd;
   dnote note;
 } insert_params;
+
+/* The UE8M0 byte and 2^-e of a block's floored amax: ue8m0_block_scale, with
+ * the OCP exponent from amax's bits (ceil_log2_ratio_175). */
+static __device__ __forceinline__ uint8_t block_scale(float amax, int fnuz, float *inv) {
+  int e;
+  if (fnuz || isinf(amax)) return ue8m0_block_scale(amax, fp8_quant_max(fnuz), &e, inv);
+  e = ceil_log2_ratio_175(amax, 8);
+  *inv = pow2f(-e);
+  const int b = e + 127;
+  return (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
+}
+
+/* The scale bytes of a record, held one per g lanes (lane g*i holds byte i),
+ * stored as 4-byte words: one store per word, so a reader of the first word
+ * sees it whole (DEDUP_MARK).  Every lane calls it. */
+static __device__ __forceinline__ void store_scale_words(uint8_t *scales, uint32_t sb, int g, int nbytes, int lane,
+                                                         int vec4) {
+  const uint32_t b1 = __shfl_sync(FULL_MASK, sb, (lane + g) & 31), b2 = __shfl_sync(FULL_MASK, sb, (lane + 2 * g) & 31),
+                 b3 = __shfl_sync(FULL_MASK, sb, (lane + 3 * g) & 31);
+  if (lane % (4 * g) || lane / g >= nbytes) return;
+  const uint32_t w = (sb & 0xFF) | (b1 & 0xFF) << 8 | (b2 & 0xFF) << 16 | (b3 & 0xFF) << 24;
+  uint8_t *dst = scales + lane / g;
+  if (vec4) {
+    *(uint32_t *)dst = w;
+  } else {
+    for (int i = 0; i < 4; i++) dst[i] = (uint8_t)(w >> (8 * i));
+  }
+}
 
 /* Lane `lane`'s part of a main-cache record: values x[16] = row[16l..16l+16). */
 static __device__ void quant_lane(const insert_params *p, int lane, const uint16_t *x, uint8_t *values,
@@ -29,53 +58,64 @@ static __device__ void quant_lane(const insert_params *p, int lane, const uint16
     uint8_t packed[8], sc;
     nvfp4_block_quant_ref(x, packed, &sc);
     store_small(values + 8 * lane, packed, 8, p->vec_c);
-    scales[lane] = sc;
+    store_scale_words(scales, sc, 1, NVFP4_NUM_SCALES, lane, p->vec4_c);
     return;
   }
   /* fp8 blocks: 64 values (V4, 4 lanes) or 32 (MXFP8, 2 lanes) */
-  const int group = p->record == DSV4KV_RECORD_V4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
-  float amax = 0.0f;
-  for (int i = 0; i < 16; i++) amax = max_ignore_nan(amax, fabsf(bf16_to_f32(x[i])));
+  const int v4 = p->record == DSV4KV_RECORD_V4, group = v4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
+  float f[16], amax = 0.0f;
+  for (int i = 0; i < 16; i++) f[i] = bf16_to_f32(x[i]), amax = max_ignore_nan(amax, fabsf(f[i]));
   amax = max_ignore_nan(warp_max_group(amax, group), AMAX_FLOOR);
-  if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) { /* RoPE dims: raw bf16 */
-    uint8_t *dst = values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM);
-    store_bf16x16(dst, p->vec_c, x);
-    if (lane == NOPE_DIM / 16) scales[V4_NUM_SCALES] = 0; /* the pad byte */
+  const int rope = v4 && lane >= NOPE_DIM / 16;
+  float inv;
+  const uint8_t sb = block_scale(amax, p->fnuz, &inv);
+  /* V4's pad byte (after 7 scales) comes from the first RoPE lane: 0 */
+  store_scale_words(scales, rope ? 0u : sb, group, v4 ? V4_SCALE_BYTES : MXFP8_NUM_SCALES, lane, p->vec4_c);
+  if (rope) { /* RoPE dims: raw bf16 */
+    store_bf16x16(values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM), p->vec_c, x);
     return;
   }
-  int e;
-  float inv;
-  const uint8_t sb = ue8m0_block_scale(amax, fp8_quant_max(p->fnuz), &e, &inv);
-  uint8_t codes[16];
-  for (int i = 0; i < 16; i++) codes[i] = fp8_quant_code(bf16_to_f32(x[i]) * inv, p->fnuz);
-  store16(values + 16 * lane, pack16(codes), p->vec_c);
-  if (lane % group == 0) scales[lane / group] = sb;
+  uint32_t w[4];
+  if (!p->fnuz) {
+    for (int i = 0; i < 4; i++)
+      w[i] = e4m3x2_quant(f[4 * i] * inv, f[4 * i + 1] * inv) | e4m3x2_quant(f[4 * i + 2] * inv, f[4 * i + 3] * inv) << 16;
+  } else {
+    uint8_t codes[16];
+    for (int i = 0; i < 16; i++) codes[i] = fp8_quant_code(f[i] * inv, 1);
+    const uint4 v = pack16(codes);
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  }
+  store16(values + 16 * lane, make_uint4(w[0], w[1], w[2], w[3]), p->vec_c);
 }
 
 __global__ void __launch_bounds__(CUDA_BLOCK) insert_kernel(insert_params p) {
+  __shared__ int64_t later[DEDUP_SHARED_ROWS];
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const dix no_positions = {NULL, 0, 0};
+  if (p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, no_positions, 1, 0);
   for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+    uint16_t x[16]; /* loaded first: the row's latency overlaps the slot's */
+    load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
     const int64_t slot = dix_i64(p.slots, t);
     if (slot == -1) continue;
     if (slot < 0 || slot >= p.num_slots) {
       if (lane == 0) dnote1(p.note, t, SKIP_SLOT, t, slot, p.num_slots, 0, 0, 0);
       continue;
     }
-    uint16_t x[16];
-    load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
     /* Counted for every row with a valid slot, also one a later row
      * overwrites (as the CPU counts). */
     if (p.check_nonfinite) {
       const int64_t nf = warp_sum_i64(count_nonfinite_bf16(x, 16));
       if (lane == 0) dnote_nonfinite(p.note, nf);
     }
-    if (later_row_writes_slot(p.slots, p.T, t, slot, no_positions, 1, 0)) continue;
     uint8_t *page = p.base + (slot / p.bs) * p.page_stride;
     const int64_t pos = slot % p.bs;
-    quant_lane(&p, lane, x, page + record_values_off(&p.layout, p.bs, pos),
-               page + record_scales_off(&p.layout, p.bs, pos));
+    uint8_t *scales = page + record_scales_off(&p.layout, p.bs, pos);
+    if (p.dd.mode == DEDUP_MARK ? !mark_is_mine(p.dd, scales, t)
+                                : later_row_writes_slot(p.dd.mode, later, p.slots, p.T, t, slot, no_positions, 1, 0))
+      continue;
+    quant_lane(&p, lane, x, page + record_values_off(&p.layout, p.bs, pos), scales);
   }
 }
 
@@ -100,11 +140,15 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
   p.check_nonfinite = o->check_nonfinite;
   p.vec_k = cuda_aligned16(p.k, p.k_stride);
   p.vec_c = cuda_aligned16(p.base, p.page_stride);
+  p.vec4_c = (uintptr_t)p.base % 4 == 0 && p.page_stride % 4 == 0;
   p.layout = c->layout;
+  p.dd = dedup_mode_of(a->T, &c->layout, 0, c->base, c->page_stride);
   p.note.rep = r;
   p.note.detail = 0;
   cuda_report_reset(&call, r, OP_INSERT);
   if (a->T > 0) {
+    const mark_params m = {p.slots, {NULL, 0, 0}, p.T, p.num_slots, 1, 0, p.base, p.page_stride, p.bs, p.layout, p.dd};
+    cuda_mark_rows(call.stream, &m);
     const unsigned grid = cuda_grid_rows(a->T);
     CUDA_LAUNCH_REPORTED(insert_kernel, grid, call, p);
   }

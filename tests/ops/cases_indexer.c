@@ -19,7 +19,8 @@ enum {
   I_CR4 = 256,     /* compress_ratio 4                                                      */
   I_HUGE_W = 512,  /* norm weights near the fp32 max: Inf after the norm                    */
   I_ROWS = 1024,   /* rows of every kind (specials, subnormals, zeros, huge)                */
-  I_3D = 2048      /* cache as [pages, block_size, record_bytes]                            */
+  I_3D = 2048,     /* cache as [pages, block_size, record_bytes]                            */
+  I_MANY = 4096    /* 3000 rows: past the CUDA backend's shared-memory duplicate scan       */
 };
 
 static void fill_tables(rng_t *r, ops_tensor *cs, ops_tensor *w, int v) {
@@ -60,7 +61,7 @@ static void gen_indexer(ops_inst *in, rng_t *r, const ops_case *c) {
   uint32_t flags = (uint32_t)c->p[1];
   static const int32_t bss[] = {1, 5, 16, 64}, tiled_bss[] = {16, 32, 64};
   int32_t bs = (flags & DSV4KV_CACHE_TILED) ? tiled_bss[rng_below(r, 3)] : (v & I_BIG) ? 16 : bss[rng_below(r, 4)];
-  int64_t T = (v & I_BIG) ? 300 : ops_rr(r, 10, 40), Tk = T + ((v & I_DP) ? 3 : 0);
+  int64_t T = (v & I_MANY) ? 3000 : (v & I_BIG) ? 300 : ops_rr(r, 10, 40), Tk = T + ((v & I_DP) ? 3 : 0);
   int64_t pages = (T + 8) / bs + 2, rows = 97, pad = (v & I_PAD) ? 8 : 0;
   int64_t rb = rec == DSV4KV_RECORD_INDEXER_FP8 ? 132 : 68; /* SPEC §6 widths */
   in->lead = (v & I_LEAD) ? OPS_GUARD : 0;
@@ -126,9 +127,12 @@ void ops_register_indexer(ops_list *l) {
       {0, I_HUGE_W | I_CHECK, "huge_weights"},
       {0, I_CR4 | I_SKIP | I_3D, "cr4_skips_3d"},
       {3, I_BIG | I_SKIP | I_ROWS | I_CHECK, "mx_tiled_big_skips"},
-      {0, I_BIG | I_DUP | I_CR2, "big_dup_cr2"}};
+      {0, I_BIG | I_DUP | I_CR2, "big_dup_cr2"},
+      {1, I_BIG | I_MANY | I_DUP | I_SKIP, "mx_many_dup_skips"},
+      {0, I_BIG | I_MANY | I_DUP | I_CR4, "many_dup_cr4"}};
   for (int rk = 0; rk < 3; rk++)
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) /* MXFP4: the same without flags */
       ops_add(l, OPCALL_INDEXER, gen_indexer, ref_indexer, rk, rk == IX_MXFP4 ? 0 : vs[i].f, 1, vs[i].v,
-              "indexer_%s_%s", rn[rk], rk == IX_MXFP4 && vs[i].f ? "big_skips" : vs[i].n);
+              "indexer_%s_%s", rn[rk],
+              rk == IX_MXFP4 && vs[i].f ? ((vs[i].v & I_MANY) ? "many_dup_skips" : "big_skips") : vs[i].n);
 }

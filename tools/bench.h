@@ -1,0 +1,32 @@
+/*
+ * bench.h - what the two halves of `dsv4kv bench` share: the CPU timing
+ * (tools/bench.c), the GPU timing (tools/bench_gpu.c) and the plot.
+ */
+#ifndef DSV4KV_TOOLS_BENCH_H
+#define DSV4KV_TOOLS_BENCH_H
+
+#include <cjson/cJSON.h>
+
+enum { BENCH_MAX_RUNS = 200 };
+
+typedef struct {
+  int threads, min_runs;
+  double min_seconds;  /* keep running until this much time is spent (and min_runs done) */
+  int report;          /* GPU: give each call a device report (dsv4kv_report) */
+  const char *op, *record, *sizes; /* filters, NULL = all */
+} bench_opts;
+
+/* The median of n values (sorts t). */
+double bench_median(double *t, int n);
+
+/* GB/s against tokens per op and record (log x), `field` of each row of
+ * `rows`; the reference's figures as points where a row has `ref_field`
+ * (NULL: none); the ceiling as a dashed line.  gnuplot; .png or .svg. */
+int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref_field, double ceiling,
+               const char *title);
+
+/* `dsv4kv bench --device cuda`: fills root's "results" and fields; returns
+ * the exit status (0, 1 a call failed, 2 no configuration matched). */
+int bench_gpu(const bench_opts *o, cJSON *root);
+
+#endif /* DSV4KV_TOOLS_BENCH_H */
