@@ -276,6 +276,21 @@ int bench_gpu(const bench_opts *o, cJSON *root) {
     if (e > 0 && gr > 0) add_row(cJSON_GetObjectItem(root, "floor"), &fc, e, host, gr, runs, per_graph, ceiling);
     devmem_free(floor_buf);
   }
+  { /* the library's host side alone: an insert of no rows launches nothing */
+    bench_case c;
+    staging st;
+    const int made = bench_case_make(0, "insert", NULL, "decode", &c) == 1;
+    if (made && !stage(&c, &st)) {
+      c.shapes[0][0] = 0, c.shapes[1][0] = 0; /* k and slot_mapping: 0 rows */
+      snprintf(c.name, sizeof c.name, "insert of 0 rows (the call's host side, no kernel)");
+      c.op = "floor", c.bytes = 4;
+      gpu_call g = {&c, {.stream = devmem_stream()}, NULL, ""};
+      int runs = 0, per_graph = 0;
+      double host = 0, e = eager_us(&g, call_once, flush, o, &runs, &host);
+      if (e > 0) add_row(cJSON_GetObjectItem(root, "floor"), &c, e, host, e, runs, per_graph, ceiling);
+    }
+    if (made) unstage(&st), bench_case_free(&c);
+  }
   cJSON *rows = cJSON_GetObjectItem(root, "results");
   int rc = 0, matched = 0;
   for (int i = 0;; i++) {

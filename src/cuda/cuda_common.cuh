@@ -342,6 +342,14 @@ static inline unsigned cuda_grid_rows(int64_t rows) {
   int64_t b = (rows + CUDA_WARPS - 1) / CUDA_WARPS;
   return b < 1 ? 1u : b > (1 << 20) ? (1u << 20) : (unsigned)b;
 }
+/* At most `rows` warps' blocks, and no more than 4 blocks of CUDA_BLOCK per
+ * multiprocessor of device dev (what it holds at once at our register use),
+ * for kernels whose warps loop over rows keeping the next one in flight. */
+int cuda_sm_count(int dev);
+static inline unsigned cuda_grid_resident(int64_t rows, int dev) {
+  const unsigned g = cuda_grid_rows(rows), cap = 4u * (unsigned)cuda_sm_count(dev);
+  return g < cap ? g : cap;
+}
 static inline int cuda_aligned16(const void *p, int64_t stride_bytes) {
   return ((uintptr_t)p % 16 == 0) && (stride_bytes % 16 == 0);
 }

@@ -1,6 +1,9 @@
 /* CUDA index preparation (SPEC §5, NUMERICS §4; CPU: src/cpu/index_ops_cpu.c).
- * One warp per output row, lanes over the row's entries (coalesced 4-byte
- * reads and writes); lengths counted with ballots.  Integer arithmetic wraps
+ * One block per output row (rows in turn when there are more than the grid
+ * holds), its threads over the row's entries (coalesced 4-byte reads and
+ * writes), two entries a thread in flight; lengths counted with
+ * __syncthreads_count.  The block has 32 to 256 threads, more when there are
+ * few rows (index_block: a decode step's 64 rows still occupy the GPU).  Integer arithmetic wraps
  * to int32 as the reference's does; every table lookup is bounds-checked
  * first and a failed one writes -1 and is counted, with the CPU's keys. */
 #include "cuda/cuda_common.cuh"
@@ -13,39 +16,64 @@ typedef struct {
   dnote note;
 } topk_params;
 
+/* Entry j of row t: its global index (or -1) and whether it counts. */
+static __device__ __forceinline__ int32_t topk_entry(const topk_params *p, int64_t t, int64_t j, int64_t x, int64_t req,
+                                                     int req_ok, int valid, int *hit) {
+  *hit = 0;
+  if (x < 0 || !req_ok) return -1;
+  const int64_t lp = dpd_page(p->pd, x);
+  if (lp >= p->P) {
+    if (valid) dnote1(p->note, skip_key(t, 1 + j, 16), SKIP_TOPK_COLUMN, t, j, x, req, lp, p->P);
+    return -1;
+  }
+  *hit = 1;
+  return wrap32((int64_t)dix_i32_2(p->block_table, req, lp) * p->pd.bs + dpd_off(p->pd, x));
+}
+
 __global__ void __launch_bounds__(CUDA_BLOCK) global_topk_kernel(topk_params p) {
   if (dnote_idle(p.note)) return;
-  const int lane = lane_id();
-  for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+  const int64_t bd = blockDim.x;
+  for (int64_t t = blockIdx.x; t < p.T; t += gridDim.x) {
     /* An invalid token is padding: its out-of-range entries are -1 without
      * a skip (SPEC §7). */
     const int valid = dix_bool(p.valid, t);
     const int64_t req = dix_i32(p.req, t);
     const int req_ok = req >= 0 && req < p.R;
-    if (!req_ok && valid && lane == 0) dnote1(p.note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, p.R, 0, 0, 0);
+    if (!req_ok && valid && threadIdx.x == 0)
+      dnote1(p.note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, p.R, 0, 0, 0);
     int32_t count = 0;
-    for (int64_t j0 = 0; j0 < p.K; j0 += 32) {
-      const int64_t j = j0 + lane;
-      int hit = 0;
-      if (j < p.K) {
-        const int64_t x = dix_i32_2(p.topk, t, j);
-        int32_t g = -1;
-        if (x >= 0 && req_ok) {
-          const int64_t lp = dpd_page(p.pd, x);
-          if (lp < p.P) {
-            g = wrap32((int64_t)dix_i32_2(p.block_table, req, lp) * p.pd.bs + dpd_off(p.pd, x));
-            hit = 1;
-          } else if (valid) {
-            dnote1(p.note, skip_key(t, 1 + j, 16), SKIP_TOPK_COLUMN, t, j, x, req, lp, p.P);
-          }
-        }
-        *dix_i32_2p(p.out, t, j) = g;
-      }
-      count += __popc(__ballot_sync(FULL_MASK, hit));
+    for (int64_t j0 = 0; j0 < p.K; j0 += 2 * bd) {
+      const int64_t ja = j0 + threadIdx.x, jb = ja + bd;
+      const int64_t xa = ja < p.K ? dix_i32_2(p.topk, t, ja) : -1, xb = jb < p.K ? dix_i32_2(p.topk, t, jb) : -1;
+      int ha, hb;
+      const int32_t ga = topk_entry(&p, t, ja, xa, req, req_ok, valid, &ha);
+      const int32_t gb = topk_entry(&p, t, jb, xb, req, req_ok, valid, &hb);
+      if (ja < p.K) *dix_i32_2p(p.out, t, ja) = ga;
+      if (jb < p.K) *dix_i32_2p(p.out, t, jb) = gb;
+      count += __syncthreads_count(ha) + __syncthreads_count(hb);
     }
-    if (lane == 0) *(int32_t *)(p.lens.data + t * p.lens.s0 * 4) = valid ? count : 0;
+    if (threadIdx.x == 0) *(int32_t *)(p.lens.data + t * p.lens.s0 * 4) = valid ? count : 0;
   }
 }
+
+/* Threads per row: more when rows are few, so that about 8192 warps run. */
+static unsigned index_block(int64_t rows) {
+  unsigned b = 32;
+  while (b < CUDA_BLOCK && (int64_t)b * rows < 8192 * 32) b *= 2;
+  return b;
+}
+static unsigned index_grid(int64_t rows) { return rows < 1 ? 1u : rows > (1 << 20) ? (1u << 20) : (unsigned)rows; }
+
+/* Launches as CUDA_LAUNCH_REPORTED with the block size of index_block. */
+#define INDEX_LAUNCH(kernel, rows, call, p)                                          \
+  do {                                                                               \
+    const unsigned g_ = index_grid(rows), b_ = index_block(rows);                    \
+    (kernel)<<<g_, b_, 0, (call).stream>>>(p);                                       \
+    if ((p).note.rep) {                                                              \
+      (p).note.detail = 1;                                                           \
+      (kernel)<<<g_, b_, 0, (call).stream>>>(p);                                     \
+    }                                                                                \
+  } while (0)
 
 extern "C" dsv4kv_status cuda_global_topk(const global_topk_args *a, const exec_opts *o, dsv4kv_report *r) {
   cuda_call call;
@@ -55,10 +83,7 @@ extern "C" dsv4kv_status cuda_global_topk(const global_topk_args *a, const exec_
                    dix_of(&a->global_out), dix_of(&a->lens_out), a->T, a->K, a->R, a->P,
                    dpagediv_of(a->block_size), {r, 0}};
   cuda_report_reset(&call, r, OP_GLOBAL_TOPK);
-  if (a->T > 0) {
-    const unsigned grid = cuda_grid_rows(a->T);
-    CUDA_LAUNCH_REPORTED(global_topk_kernel, grid, call, p);
-  }
+  if (a->T > 0) INDEX_LAUNCH(global_topk_kernel, a->T, call, p);
   return cuda_leave(&call, "compute_global_topk_indices_and_lens");
 }
 
@@ -70,9 +95,9 @@ typedef struct {
   dnote note;
 } combine_params;
 
-/* Token t's row as request r writes it (the warp together). */
+/* Token t's row as request r writes it (the block together). */
 static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base) {
-  const int lane = lane_id();
+  const int64_t tid = threadIdx.x, bd = blockDim.x;
   const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
   const int64_t seq_len = dix_i32(p->seq_lens, r);
   const int64_t start_pos = seq_len - (qe - qs);
@@ -91,22 +116,28 @@ static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t
   int64_t swa_len = pos - swa_start + 1;
   const int64_t key = skip_key(r, 1 + (t - t_lo), 32);
   if (topk_len < 0) { /* lengths that disagree: clamped (SPEC §7) */
-    if (lane == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, topk_len, 0, r, p->topk_n);
+    if (tid == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, topk_len, 0, r, p->topk_n);
     topk_len = 0;
   }
   if (swa_len < 0) {
-    if (lane == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, swa_len, 0, r, p->window_size);
+    if (tid == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, swa_len, 0, r, p->window_size);
     swa_len = 0;
   }
-  for (int64_t j = lane; j < topk_len; j += 32) *dix_i32_2p(p->combined, t, j) = wrap32(dix_i32_2(p->topk, t, j) + Mr);
+  for (int64_t j = tid; j < topk_len; j += 2 * bd) { /* two loads in flight before the stores */
+    const int64_t j2 = j + bd;
+    const int32_t a = dix_i32_2(p->topk, t, j), b = j2 < topk_len ? dix_i32_2(p->topk, t, j2) : 0;
+    *dix_i32_2p(p->combined, t, j) = wrap32(a + Mr);
+    if (j2 < topk_len) *dix_i32_2p(p->combined, t, j2) = wrap32(b + Mr);
+  }
   const int64_t first = Mr + p->N + (swa_start - gather_start);
-  for (int64_t j = lane; j < swa_len; j += 32) *dix_i32_2p(p->combined, t, topk_len + j) = wrap32(first + j);
-  if (lane == 0) *(int32_t *)(p->lens.data + t * p->lens.s0 * 4) = wrap32(topk_len + swa_len);
+  for (int64_t j = tid; j < swa_len; j += bd) *dix_i32_2p(p->combined, t, topk_len + j) = wrap32(first + j);
+  if (tid == 0) *(int32_t *)(p->lens.data + t * p->lens.s0 * 4) = wrap32(topk_len + swa_len);
 }
 
-/* Warp per token t: the requests whose query range holds t, in request order
- * (overlapping ranges, malformed input, give the CPU's sequential result:
- * later requests overwrite earlier ones).  Threads r < R also count request
+/* Block per token t: the requests whose query range holds t, in request
+ * order (overlapping ranges, malformed input, give the CPU's sequential
+ * result: later requests overwrite earlier ones; every warp finds the same
+ * requests).  Threads r < R also count request
  * r's tokens outside [0, T) in bulk. */
 __global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
   if (dnote_idle(p.note)) return;
@@ -118,7 +149,7 @@ __global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
     const int64_t outside = qe > qs ? (qe - qs) - (t_hi > t_lo ? t_hi - t_lo : 0) : 0;
     if (outside > 0) dnote_n(p.note, outside, skip_key(r, 0, 32), SKIP_COMBINE_ROWS, r, qs, qe, p.T, 0, 0);
   }
-  for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+  for (int64_t t = blockIdx.x; t < p.T; t += gridDim.x) {
     for (int64_t r0 = 0; r0 < p.R; r0 += 32) {
       const int64_t rr = r0 + lane;
       int holds = 0;
@@ -128,7 +159,7 @@ __global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
       }
       for (unsigned m = __ballot_sync(FULL_MASK, holds); m; m &= m - 1) {
         combine_row(&p, r0 + __ffs(m) - 1, t, base);
-        __syncwarp(); /* the next request's writes land after this one's */
+        __syncthreads(); /* the next request's writes land after this one's */
       }
     }
   }
@@ -142,11 +173,7 @@ extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o,
                       dix_of(&a->combined), dix_of(&a->lens), a->T, a->R, a->window_size, a->compress_ratio,
                       a->topk_n, a->M, a->N, {r, 0}};
   cuda_report_reset(&call, r, OP_COMBINE);
-  if (a->R > 0) {
-    int64_t rows = a->T > (a->R + 31) / 32 ? a->T : (a->R + 31) / 32;
-    const unsigned grid = cuda_grid_rows(rows);
-    CUDA_LAUNCH_REPORTED(combine_kernel, grid, call, p);
-  }
+  if (a->R > 0) INDEX_LAUNCH(combine_kernel, a->T, call, p);
   return cuda_leave(&call, "combine_topk_swa_indices");
 }
 
@@ -184,13 +211,13 @@ static __device__ int64_t slot_of(dtable bt, int which, int64_t req, int64_t pos
 }
 
 static __device__ void fi_decode_row(const fi_params *p, int64_t d) {
-  const int lane = lane_id();
-  for (int64_t j = lane; j < p->S; j += 32) *dix_i32_2p(p->out, d, j) = remap(dix_i32_2(p->dswa, d, j), p->swa_bt.pd, p->swa_span);
+  const int64_t tid = threadIdx.x, bd = blockDim.x;
+  for (int64_t j = tid; j < p->S; j += bd) *dix_i32_2p(p->out, d, j) = remap(dix_i32_2(p->dswa, d, j), p->swa_bt.pd, p->swa_span);
   const int token_valid = p->has_dvalid ? dix_bool(p->dvalid, d) : 1; /* padding: not counted */
   const int64_t req = dix_i32(p->req, d);
   int64_t count = 0;
-  for (int64_t j0 = 0; j0 < p->K4; j0 += 32) {
-    const int64_t j = j0 + lane;
+  for (int64_t j0 = 0; j0 < p->K4; j0 += bd) {
+    const int64_t j = j0 + tid;
     int hit = 0;
     if (j < p->K4) {
       int64_t v = j < p->Dk ? dix_i32_2(p->dcomp, d, j) : -1;
@@ -200,9 +227,9 @@ static __device__ void fi_decode_row(const fi_params *p, int64_t d) {
       }
       *dix_i32_2p(p->out, d, p->S + j) = remap(v, p->comp_bt.pd, p->c_span);
     }
-    count += __popc(__ballot_sync(FULL_MASK, hit));
+    count += __syncthreads_count(hit);
   }
-  if (lane != 0) return;
+  if (tid != 0) return;
   int64_t n = 0;
   if (p->Dk > 0) n = p->local ? count : p->has_dcomp_lens ? dix_i32(p->dcomp_lens, d) : p->Dk;
   if (n < 0 || n > p->Dk) { /* a length input past its row: clamped (SPEC §7) */
@@ -214,14 +241,14 @@ static __device__ void fi_decode_row(const fi_params *p, int64_t d) {
 }
 
 static __device__ void fi_prefill_row(const fi_params *p, int64_t t) {
-  const int lane = lane_id();
+  const int64_t tid = threadIdx.x, bd = blockDim.x;
   const int64_t S = p->S, i = t - p->D;
   const int64_t req = dix_i32(p->req, t);
   int32_t *lens = (int32_t *)(p->lens.data + t * p->lens.s0 * 4);
   if (req < 0 || req >= p->R) {
-    if (lane == 0) dnote1(p->note, skip_key(t, 0, 16), SKIP_FLASHINFER_REQUEST, t, req, p->R, 0, 0, 0);
-    for (int64_t j = lane; j < S + p->K4; j += 32) *dix_i32_2p(p->out, t, j) = -1;
-    if (lane == 0) *lens = 0;
+    if (tid == 0) dnote1(p->note, skip_key(t, 0, 16), SKIP_FLASHINFER_REQUEST, t, req, p->R, 0, 0, 0);
+    for (int64_t j = tid; j < S + p->K4; j += bd) *dix_i32_2p(p->out, t, j) = -1;
+    if (tid == 0) *lens = 0;
     return;
   }
   const int64_t q0 = dix_i32(p->qsl, req), q1 = dix_i32(p->qsl, req + 1);
@@ -238,28 +265,31 @@ static __device__ void fi_prefill_row(const fi_params *p, int64_t t) {
   }
   if (topk_len < 0 || topk_len > p->Wp) { /* SPEC §7: the length would promise entries the row lacks */
     const int64_t w = topk_len < 0 ? 0 : p->Wp;
-    if (lane == 0)
+    if (tid == 0)
       dnote1(p->note, skip_key(t, 0, 16), SKIP_LENGTH_CLAMPED, t,
              topk_len < 0 ? LEN_TOPK_BEFORE_START : LEN_PREFILL_TOPK_WIDTH, topk_len, w, req,
              p->Wp < p->topk ? p->Wp : p->topk);
     topk_len = w;
   }
-  for (int64_t j = lane; j < S; j += 32) {
+  for (int64_t j = tid; j < S; j += bd) {
     int64_t v = -1;
     if (j < swa_len) v = slot_of(p->swa_bt, 0, req, swa_start + j, p->note, 1, skip_key(t, 1 + j, 16));
     *dix_i32_2p(p->out, t, j) = remap(v, p->swa_bt.pd, p->swa_span);
   }
-  for (int64_t j = lane; j < p->K4; j += 32) {
-    const int64_t x = j < topk_len ? dix_i32_2(p->ptopk, i, j) : -1;
+  for (int64_t j = tid; j < p->K4; j += 2 * bd) { /* two entries in flight */
+    const int64_t j2 = j + bd;
+    const int64_t x = j < topk_len ? dix_i32_2(p->ptopk, i, j) : -1, x2 = j2 < topk_len ? dix_i32_2(p->ptopk, i, j2) : -1;
     const int64_t v = x >= 0 ? slot_of(p->comp_bt, 1, req, x, p->note, 1, skip_key(t, 1 + S + j, 16)) : -1;
+    const int64_t v2 = x2 >= 0 ? slot_of(p->comp_bt, 1, req, x2, p->note, 1, skip_key(t, 1 + S + j2, 16)) : -1;
     *dix_i32_2p(p->out, t, S + j) = remap(v, p->comp_bt.pd, p->c_span);
+    if (j2 < p->K4) *dix_i32_2p(p->out, t, S + j2) = remap(v2, p->comp_bt.pd, p->c_span);
   }
-  if (lane == 0) *lens = wrap32(S + topk_len);
+  if (tid == 0) *lens = wrap32(S + topk_len);
 }
 
 __global__ void __launch_bounds__(CUDA_BLOCK) flashinfer_kernel(fi_params p) {
   if (dnote_idle(p.note)) return;
-  for (int64_t t = warp_id_global(); t < p.D + p.P; t += warp_count_global()) {
+  for (int64_t t = blockIdx.x; t < p.D + p.P; t += gridDim.x) {
     if (t < p.D)
       fi_decode_row(&p, t);
     else
@@ -299,10 +329,7 @@ extern "C" dsv4kv_status cuda_flashinfer(const flashinfer_args *a, const exec_op
   p.note.rep = r;
   p.note.detail = 0;
   cuda_report_reset(&call, r, OP_FLASHINFER);
-  if (a->D + a->P > 0) {
-    const unsigned grid = cuda_grid_rows(a->D + a->P);
-    CUDA_LAUNCH_REPORTED(flashinfer_kernel, grid, call, p);
-  }
+  if (a->D + a->P > 0) INDEX_LAUNCH(flashinfer_kernel, a->D + a->P, call, p);
   return cuda_leave(&call, "build_flashinfer_mixed_sparse_indices");
 }
 

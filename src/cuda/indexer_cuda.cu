@@ -80,13 +80,22 @@ __global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
   float w[4];
   for (int i = 0; i < 4; i++) w[i] = table_f(p.weight, p.w_f32, (4 * lane + i) * p.w_stride);
   for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+    /* the row, its slot and position loaded together (one latency, not three) */
+    const uint8_t *row = p.k_pre + t * p.k_stride + 8 * lane;
+    uint16_t k[4];
+    if (p.vec_k) {
+      const uint2 v = __ldg((const uint2 *)row);
+      k[0] = (uint16_t)v.x, k[1] = (uint16_t)(v.x >> 16), k[2] = (uint16_t)v.y, k[3] = (uint16_t)(v.y >> 16);
+    } else {
+      for (int i = 0; i < 4; i++) k[i] = (uint16_t)(row[2 * i] | row[2 * i + 1] << 8);
+    }
     const int64_t slot = dix_i64(p.slots, t);
+    const int64_t pos = dix_i64(p.positions, t);
     if (slot == -1) continue;
     if (slot < 0 || slot >= p.num_slots) {
       if (lane == 0) dnote1(p.note, t, SKIP_SLOT, t, slot, p.num_slots, 0, 0, 0);
       continue;
     }
-    const int64_t pos = dix_i64(p.positions, t);
     if (pos < 0) {
       if (lane == 0) dnote1(p.note, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
       continue;
@@ -97,13 +106,16 @@ __global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
       if (lane == 0) dnote1(p.note, t, SKIP_COS_SIN_ROW, t, pos, cp, p.cs_rows, 0, 0);
       continue;
     }
-    const uint8_t *row = p.k_pre + t * p.k_stride + 8 * lane;
-    uint16_t k[4];
-    if (p.vec_k) {
-      const uint2 v = __ldg((const uint2 *)row);
-      k[0] = (uint16_t)v.x, k[1] = (uint16_t)(v.x >> 16), k[2] = (uint16_t)v.y, k[3] = (uint16_t)(v.y >> 16);
-    } else {
-      for (int i = 0; i < 4; i++) k[i] = (uint16_t)(row[2 * i] | row[2 * i + 1] << 8);
+    /* this lane's cos / sin (pairs 2l, 2l+1; dims below INDEXER_ROPE_FROM
+     * are not rotated), loaded before the norm's arithmetic */
+    float cs[4] = {1.0f, 0.0f, 1.0f, 0.0f};
+    for (int h = 0; h < 2; h++) {
+      const int i = 2 * lane + h;
+      if (i >= INDEXER_ROPE_FROM / 2) {
+        const int64_t j = i - INDEXER_ROPE_FROM / 2, off = cp * p.cs_stride;
+        cs[2 * h] = table_f(p.cos_sin, p.cs_f32, off + j);
+        cs[2 * h + 1] = table_f(p.cos_sin, p.cs_f32, off + 32 + j);
+      }
     }
     float e[4];
     for (int i = 0; i < 4; i++) e[i] = bf16_to_f32(k[i]);
@@ -125,16 +137,8 @@ __global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
                                                         p.cs_rows))
       continue;
     float r[4];
-    for (int h = 0; h < 2; h++) {
-      const int i = 2 * lane + h; /* pair i: dims 2i, 2i+1 */
-      float c = 1.0f, s = 0.0f;
-      if (i >= INDEXER_ROPE_FROM / 2) {
-        const int64_t j = i - INDEXER_ROPE_FROM / 2, off = cp * p.cs_stride;
-        c = table_f(p.cos_sin, p.cs_f32, off + j);
-        s = table_f(p.cos_sin, p.cs_f32, off + 32 + j);
-      }
-      indexer_norm_rope_pair(k[2 * h], k[2 * h + 1], w[2 * h], w[2 * h + 1], c, s, rstd, r + 2 * h);
-    }
+    for (int h = 0; h < 2; h++) /* pair 2l + h: dims 4l + 2h, 4l + 2h + 1 */
+      indexer_norm_rope_pair(k[2 * h], k[2 * h + 1], w[2 * h], w[2 * h + 1], cs[2 * h], cs[2 * h + 1], rstd, r + 2 * h);
     if (p.record == DSV4KV_RECORD_INDEXER_FP8)
       store_fp8(&p, page, slot % p.bs, r, lane);
     else

@@ -7,6 +7,7 @@
  * byte.  V4's RoPE values (lanes 28..31) are copied raw.  The arithmetic of
  * every value is formats/ref.h's. */
 #include "cuda/cuda_common.cuh"
+#include "formats/e2m1_div.h"
 
 typedef struct {
   const uint8_t *k;  /* row t at k + t * k_stride */
@@ -54,9 +55,16 @@ static __device__ __forceinline__ void store_scale_words(uint8_t *scales, uint32
 /* Lane `lane`'s part of a main-cache record: values x[16] = row[16l..16l+16). */
 static __device__ void quant_lane(const insert_params *p, int lane, const uint16_t *x, uint8_t *values,
                                   uint8_t *scales) {
-  if (p->record == DSV4KV_RECORD_NVFP4) {
-    uint8_t packed[8], sc;
-    nvfp4_block_quant_ref(x, packed, &sc);
+  if (p->record == DSV4KV_RECORD_NVFP4) { /* nvfp4_block_quant_ref, the division by compares */
+    float f[16], amax = 0.0f;
+    for (int i = 0; i < 16; i++) f[i] = bf16_to_f32(x[i]), amax = max_ignore_nan(amax, fabsf(f[i]));
+    float t = max_ignore_nan(NVFP4_SCALE_MIN, amax * (1.0f / 6.0f));
+    t = t < FP8_OCP_MAX ? t : FP8_OCP_MAX;
+    const uint8_t sc = e4m3_encode(t);
+    const e2m1_bounds b = e2m1_bounds_of(e4m3_decode(sc));
+    uint8_t packed[8];
+    for (int i = 0; i < 8; i++)
+      packed[i] = (uint8_t)(e2m1_encode_div(f[2 * i + 1], &b) << 4 | e2m1_encode_div(f[2 * i], &b));
     store_small(values + 8 * lane, packed, 8, p->vec_c);
     store_scale_words(scales, sc, 1, NVFP4_NUM_SCALES, lane, p->vec4_c);
     return;
@@ -88,16 +96,32 @@ static __device__ void quant_lane(const insert_params *p, int lane, const uint16
   store16(values + 16 * lane, make_uint4(w[0], w[1], w[2], w[3]), p->vec_c);
 }
 
-__global__ void __launch_bounds__(CUDA_BLOCK) insert_kernel(insert_params p) {
+/* Rows in turn, each warp holding the next row's key and slot in flight
+ * while it quantizes the current one. */
+__global__ void __launch_bounds__(CUDA_BLOCK, 4) insert_kernel(insert_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const dix no_positions = {NULL, 0, 0};
+  const int64_t stride = warp_count_global();
+  int64_t t = warp_id_global(), next_slot = -1;
+  uint4 next_a = make_uint4(0, 0, 0, 0), next_b = next_a; /* the next row's 16 values, as loaded */
+  if (t < p.T) {
+    next_a = load16(p.k + t * p.k_stride + 32 * lane, p.vec_k);
+    next_b = load16(p.k + t * p.k_stride + 32 * lane + 16, p.vec_k);
+    next_slot = dix_i64(p.slots, t);
+  }
   if (p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, no_positions, 1, 0);
-  for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
-    uint16_t x[16]; /* loaded first: the row's latency overlaps the slot's */
-    load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
-    const int64_t slot = dix_i64(p.slots, t);
+  for (; t < p.T; t += stride) {
+    uint16_t x[16];
+    const uint32_t w[8] = {next_a.x, next_a.y, next_a.z, next_a.w, next_b.x, next_b.y, next_b.z, next_b.w};
+    for (int i = 0; i < 8; i++) x[2 * i] = (uint16_t)w[i], x[2 * i + 1] = (uint16_t)(w[i] >> 16);
+    const int64_t slot = next_slot;
+    if (t + stride < p.T) {
+      next_a = load16(p.k + (t + stride) * p.k_stride + 32 * lane, p.vec_k);
+      next_b = load16(p.k + (t + stride) * p.k_stride + 32 * lane + 16, p.vec_k);
+      next_slot = dix_i64(p.slots, t + stride);
+    }
     if (slot == -1) continue;
     if (slot < 0 || slot >= p.num_slots) {
       if (lane == 0) dnote1(p.note, t, SKIP_SLOT, t, slot, p.num_slots, 0, 0, 0);
@@ -149,7 +173,9 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
   if (a->T > 0) {
     const mark_params m = {p.slots, {NULL, 0, 0}, p.T, p.num_slots, 1, 0, p.base, p.page_stride, p.bs, p.layout, p.dd};
     cuda_mark_rows(call.stream, &m);
-    const unsigned grid = cuda_grid_rows(a->T);
+    /* one row a warp for the shared-memory duplicate scan; else a grid the
+     * GPU holds at once, each warp looping with the next row in flight */
+    const unsigned grid = p.dd.mode == DEDUP_SHARED ? cuda_grid_rows(a->T) : cuda_grid_resident(a->T, call.dev);
     CUDA_LAUNCH_REPORTED(insert_kernel, grid, call, p);
   }
   return cuda_leave(&call, "quantize_and_insert_k_cache");
