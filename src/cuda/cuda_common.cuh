@@ -290,12 +290,14 @@ void cuda_mark_rows(cudaStream_t stream, const mark_params *p);
 
 /* ---- fast exact conversions (sm_89+ cvt); each equals formats/ref.h's ------ */
 
-/* fp8_quant_code of two values (OCP e4m3 only): NaN -> +max and the clamp
- * as the reference, then the hardware's round-to-nearest-even encode, which
- * for values within +-448 is e4m3_encode. */
+/* fp8_quant_code of two values (OCP e4m3 only): NaN -> +max, then the
+ * hardware's round-to-nearest-even encode with saturation to +-448, which
+ * is e4m3_encode of the reference's clamped value. */
 static __device__ __forceinline__ uint32_t e4m3x2_quant(float lo, float hi) {
-  lo = clamp_nan_to_max(lo, FP8_OCP_MAX);
-  hi = clamp_nan_to_max(hi, FP8_OCP_MAX);
+  /* satfinite clamps to +-448 as the reference's clamp does; only its NaN ->
+   * +max is left to do */
+  lo = lo == lo ? lo : FP8_OCP_MAX;
+  hi = hi == hi ? hi : FP8_OCP_MAX;
   unsigned short r;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
@@ -342,14 +344,8 @@ static inline unsigned cuda_grid_rows(int64_t rows) {
   int64_t b = (rows + CUDA_WARPS - 1) / CUDA_WARPS;
   return b < 1 ? 1u : b > (1 << 20) ? (1u << 20) : (unsigned)b;
 }
-/* At most `rows` warps' blocks, and no more than 4 blocks of CUDA_BLOCK per
- * multiprocessor of device dev (what it holds at once at our register use),
- * for kernels whose warps loop over rows keeping the next one in flight. */
+/* The multiprocessors of device dev (cached). */
 int cuda_sm_count(int dev);
-static inline unsigned cuda_grid_resident(int64_t rows, int dev) {
-  const unsigned g = cuda_grid_rows(rows), cap = 4u * (unsigned)cuda_sm_count(dev);
-  return g < cap ? g : cap;
-}
 static inline int cuda_aligned16(const void *p, int64_t stride_bytes) {
   return ((uintptr_t)p % 16 == 0) && (stride_bytes % 16 == 0);
 }
