@@ -22,95 +22,54 @@ typedef struct {
   dnote note;
 } gather_params;
 
-/* One token's part for one lane, as loaded: codes (NVFP4: 8 bytes in a.x,
- * a.y; V4's RoPE lanes: 32 bytes of bf16 in a, b) and the block's scale. */
-typedef struct {
-  uint4 a, b;
-  uint32_t scale;
-  int ok;       /* 0: nothing to write (skipped, or past the range) */
-  uint8_t *dst; /* the lane's 32 output bytes */
-} gtok;
-
-/* Token i of request r: its checks (noted as on the CPU) and its loads. */
-static __device__ void gather_fetch(const gather_params *p, int64_t r, int64_t i, int64_t seq_len, int64_t L,
-                                    int lane, gtok *g) {
-  g->ok = 0;
-  const int64_t pos = seq_len - L + i; /* >= 0 */
-  const int64_t row = p->offset + i;   /* < max_tokens */
-  const int64_t key = skip_key(r, i, 32);
-  const int64_t lp = pos / p->bs;
-  if (lp >= p->max_pages) {
-    if (lane == 0) dnote1(p->note, key, SKIP_GATHER_COLUMN, r, pos, lp, p->max_pages, 0, 0);
-    return;
-  }
-  const int64_t page = dix_i32_2(p->block_table, r, lp);
-  if (page < 0 || page >= p->num_pages) {
-    if (lane == 0) dnote1(p->note, key, SKIP_GATHER_PAGE, r, lp, page, p->num_pages, 0, 0);
-    return;
-  }
-  const uint8_t *pg = p->base + page * p->page_stride;
-  const int64_t in_page = pos % p->bs;
-  const uint8_t *values = pg + record_values_off(&p->layout, p->bs, in_page);
-  const uint8_t *scales = pg + record_scales_off(&p->layout, p->bs, in_page);
-  if (p->record == DSV4KV_RECORD_NVFP4) {
-    const uint8_t *b = values + 8 * lane;
-    if (p->vec_c) {
-      const uint2 v = __ldg((const uint2 *)b);
-      g->a.x = v.x, g->a.y = v.y;
-    } else {
-      g->a.x = b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
-      g->a.y = b[4] | b[5] << 8 | b[6] << 16 | (uint32_t)b[7] << 24;
-    }
-    g->scale = scales[lane];
-  } else if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) {
-    const uint8_t *src = values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM);
-    g->a = load16(src, p->vec_c), g->b = load16(src + 16, p->vec_c);
-  } else {
-    const int group = p->record == DSV4KV_RECORD_V4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
-    g->a = load16(values + 16 * lane, p->vec_c);
-    g->scale = scales[lane / group];
-  }
-  g->dst = p->out + r * p->out_s0 + row * p->out_s1 + 32 * lane;
-  g->ok = 1;
-}
-
-/* The lane's 16 output values from what gather_fetch loaded, as 8 bf16 pairs
+/* Lane `lane`'s 16 output values of a main-cache record, as 8 bf16 pairs
  * (low half first).  OCP e4m3 and e2m1 through the hardware's exact
  * conversions (cuda_common.cuh), FNUZ through formats/ref.h's decoder; the
  * products are the reference's fp32 products either way. */
-static __device__ void gather_finish(const gather_params *p, int lane, const gtok *g) {
-  if (!g->ok) return;
-  uint32_t y[8];
+static __device__ void dequant_lane(const gather_params *p, int lane, const uint8_t *values, const uint8_t *scales,
+                                    uint32_t *y) {
   if (p->record == DSV4KV_RECORD_NVFP4) {
     /* e2m1 x 2^-14 times the scale x 2^14: both exact, and so is the product */
-    const float sv = e4m3_decode((uint8_t)g->scale) * 16384.0f;
-    const uint32_t w[2] = {g->a.x, g->a.y};
+    const float sv = e4m3_decode(scales[lane]) * 16384.0f;
+    const uint8_t *b = values + 8 * lane;
+    uint32_t w[2];
+    if (p->vec_c) {
+      const uint2 v = __ldg((const uint2 *)b);
+      w[0] = v.x, w[1] = v.y;
+    } else {
+      for (int k = 0; k < 2; k++) w[k] = b[4 * k] | b[4 * k + 1] << 8 | b[4 * k + 2] << 16 | (uint32_t)b[4 * k + 3] << 24;
+    }
     for (int i = 0; i < 8; i++) {
       const float2 v = e2m1x2_decode_2m14((w[i / 4] >> (8 * (i % 4))) & 0xFF);
       y[i] = bf16x2_of(v.x * sv, v.y * sv);
     }
-  } else if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) { /* RoPE dims: raw bf16 */
-    y[0] = g->a.x, y[1] = g->a.y, y[2] = g->a.z, y[3] = g->a.w, y[4] = g->b.x, y[5] = g->b.y, y[6] = g->b.z,
-    y[7] = g->b.w;
-  } else {
-    const float s = ue8m0_decode_ftz((uint8_t)g->scale);
-    const uint32_t cw[4] = {g->a.x, g->a.y, g->a.z, g->a.w};
-    for (int i = 0; i < 8; i++) {
-      const uint32_t two = (cw[i / 2] >> (16 * (i % 2))) & 0xFFFF;
-      if (!p->fnuz) {
-        const float2 v = e4m3x2_decode(two);
-        y[i] = bf16x2_of(v.x * s, v.y * s);
-      } else {
-        y[i] = (uint32_t)f32_to_bf16(e4m3fnuz_decode((uint8_t)two) * s) |
-               (uint32_t)f32_to_bf16(e4m3fnuz_decode((uint8_t)(two >> 8)) * s) << 16;
-      }
-    }
+    return;
   }
-  store16(g->dst, make_uint4(y[0], y[1], y[2], y[3]), p->vec_out);
-  store16(g->dst + 16, make_uint4(y[4], y[5], y[6], y[7]), p->vec_out);
+  if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) { /* RoPE dims: raw bf16 */
+    const uint8_t *src = values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM);
+    const uint4 a = load16(src, p->vec_c), b = load16(src + 16, p->vec_c);
+    y[0] = a.x, y[1] = a.y, y[2] = a.z, y[3] = a.w, y[4] = b.x, y[5] = b.y, y[6] = b.z, y[7] = b.w;
+    return;
+  }
+  const int group = p->record == DSV4KV_RECORD_V4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
+  const float s = ue8m0_decode_ftz(scales[lane / group]);
+  const uint4 c = load16(values + 16 * lane, p->vec_c);
+  const uint32_t cw[4] = {c.x, c.y, c.z, c.w};
+  if (!p->fnuz) {
+    for (int i = 0; i < 8; i++) {
+      const float2 v = e4m3x2_decode((cw[i / 2] >> (16 * (i % 2))) & 0xFFFF);
+      y[i] = bf16x2_of(v.x * s, v.y * s);
+    }
+    return;
+  }
+  for (int i = 0; i < 8; i++) {
+    const uint32_t two = (cw[i / 2] >> (16 * (i % 2))) & 0xFFFF;
+    y[i] = (uint32_t)f32_to_bf16(e4m3fnuz_decode((uint8_t)two) * s) |
+           (uint32_t)f32_to_bf16(e4m3fnuz_decode((uint8_t)(two >> 8)) * s) << 16;
+  }
 }
 
-__global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
+__global__ void __launch_bounds__(CUDA_BLOCK, 8) gather_kernel(gather_params p) {
   if (dnote_idle(p.note)) return;
   const int64_t r = blockIdx.x;
   const int lane = lane_id();
@@ -131,13 +90,45 @@ __global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
       if (hi < L) dnote_n(p.note, L - hi, skip_key(r, hi, 32), SKIP_OUT_ROWS, r, L - hi, p.offset, hi, p.max_tokens, 0);
     }
   }
-  /* one token a warp at a time: more warps resident beat more tokens a warp
-   * (two in flight at 64 registers ran 10-15 % slower on the H200) */
   const int64_t warps = (int64_t)gridDim.y * CUDA_WARPS;
-  for (int64_t i = lo + (int64_t)blockIdx.y * CUDA_WARPS + (threadIdx.x >> 5); i < hi; i += warps) {
-    gtok g;
-    gather_fetch(&p, r, i, seq_len, L, lane, &g);
-    gather_finish(&p, lane, &g);
+  /* The next token's page id is read while this one is decoded: one
+   * dependent round trip less a token (DSV4KV_GATHER_NO_PREFETCH: an A/B knob). */
+  int64_t i = lo + (int64_t)blockIdx.y * CUDA_WARPS + (threadIdx.x >> 5), next_page = 0;
+#ifndef DSV4KV_GATHER_NO_PREFETCH
+  if (i < hi && (seq_len - L + i) / p.bs < p.max_pages)
+    next_page = dix_i32_2(p.block_table, r, (seq_len - L + i) / p.bs);
+#endif
+  for (; i < hi; i += warps) {
+#ifndef DSV4KV_GATHER_NO_PREFETCH
+    const int64_t this_page = next_page, in = i + warps;
+    if (in < hi && (seq_len - L + in) / p.bs < p.max_pages)
+      next_page = dix_i32_2(p.block_table, r, (seq_len - L + in) / p.bs);
+#endif
+    const int64_t pos = seq_len - L + i; /* >= 0 */
+    const int64_t row = p.offset + i;    /* < max_tokens */
+    const int64_t key = skip_key(r, i, 32);
+    const int64_t lp = pos / p.bs;
+    if (lp >= p.max_pages) {
+      if (lane == 0) dnote1(p.note, key, SKIP_GATHER_COLUMN, r, pos, lp, p.max_pages, 0, 0);
+      continue;
+    }
+#ifndef DSV4KV_GATHER_NO_PREFETCH
+    const int64_t page = this_page;
+#else
+    const int64_t page = dix_i32_2(p.block_table, r, lp);
+#endif
+    if (page < 0 || page >= p.num_pages) {
+      if (lane == 0) dnote1(p.note, key, SKIP_GATHER_PAGE, r, lp, page, p.num_pages, 0, 0);
+      continue;
+    }
+    const uint8_t *pg = p.base + page * p.page_stride;
+    const int64_t in_page = pos % p.bs;
+    uint32_t y[8];
+    dequant_lane(&p, lane, pg + record_values_off(&p.layout, p.bs, in_page),
+                 pg + record_scales_off(&p.layout, p.bs, in_page), y);
+    uint8_t *dst = p.out + r * p.out_s0 + row * p.out_s1 + 32 * lane;
+    store16(dst, make_uint4(y[0], y[1], y[2], y[3]), p.vec_out);
+    store16(dst + 16, make_uint4(y[4], y[5], y[6], y[7]), p.vec_out);
   }
 }
 
@@ -177,13 +168,10 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
   cuda_report_reset(&call, r, OP_GATHER);
   if (a->R > 0) {
     /* Chunks per request: enough warps for the longest range out can hold
-     * (the range itself is only known on the device), at most 64 a request
-     * unless few requests would leave the GPU underused. */
+     * (the range itself is only known on the device), at most 64. */
     const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
-    const int64_t cap_min = 64, cap_fill = 8 * (int64_t)cuda_sm_count(call.dev) / a->R;
-    const int64_t cap = cap_fill > cap_min ? (cap_fill > 1024 ? 1024 : cap_fill) : cap_min;
     int64_t chunks = (rows_left + CUDA_WARPS - 1) / CUDA_WARPS;
-    chunks = chunks < 1 ? 1 : chunks > cap ? cap : chunks;
+    chunks = chunks < 1 ? 1 : chunks > 64 ? 64 : chunks;
     const dim3 grid((unsigned)a->R, (unsigned)chunks);
     CUDA_LAUNCH_REPORTED(gather_kernel, grid, call, p);
   }

@@ -9,7 +9,6 @@
 #include "cuda/cuda_common.cuh"
 
 /* ---- §5.1 ---------------------------------------------------------------- */
-enum { TOPK_INFLIGHT = 4 }; /* entries a thread loads before it stores any */
 typedef struct {
   dix topk, req, block_table, valid, out, lens;
   int64_t T, K, R, P;
@@ -43,33 +42,24 @@ __global__ void __launch_bounds__(CUDA_BLOCK) global_topk_kernel(topk_params p) 
     if (!req_ok && valid && threadIdx.x == 0)
       dnote1(p.note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, p.R, 0, 0, 0);
     int32_t count = 0;
-    for (int64_t j0 = 0; j0 < p.K; j0 += TOPK_INFLIGHT * bd) { /* the loads of 4 entries first, then the stores */
-      int64_t x[TOPK_INFLIGHT];
-      int32_t g[TOPK_INFLIGHT];
-      int h[TOPK_INFLIGHT];
-#pragma unroll
-      for (int u = 0; u < TOPK_INFLIGHT; u++) {
-        const int64_t j = j0 + u * bd + threadIdx.x;
-        x[u] = j < p.K ? dix_i32_2(p.topk, t, j) : -1;
-      }
-#pragma unroll
-      for (int u = 0; u < TOPK_INFLIGHT; u++) g[u] = topk_entry(&p, t, j0 + u * bd + threadIdx.x, x[u], req, req_ok, valid, &h[u]);
-#pragma unroll
-      for (int u = 0; u < TOPK_INFLIGHT; u++) {
-        const int64_t j = j0 + u * bd + threadIdx.x;
-        if (j < p.K) *dix_i32_2p(p.out, t, j) = g[u];
-        count += __syncthreads_count(h[u]);
-      }
+    for (int64_t j0 = 0; j0 < p.K; j0 += 2 * bd) {
+      const int64_t ja = j0 + threadIdx.x, jb = ja + bd;
+      const int64_t xa = ja < p.K ? dix_i32_2(p.topk, t, ja) : -1, xb = jb < p.K ? dix_i32_2(p.topk, t, jb) : -1;
+      int ha, hb;
+      const int32_t ga = topk_entry(&p, t, ja, xa, req, req_ok, valid, &ha);
+      const int32_t gb = topk_entry(&p, t, jb, xb, req, req_ok, valid, &hb);
+      if (ja < p.K) *dix_i32_2p(p.out, t, ja) = ga;
+      if (jb < p.K) *dix_i32_2p(p.out, t, jb) = gb;
+      count += __syncthreads_count(ha) + __syncthreads_count(hb);
     }
     if (threadIdx.x == 0) *(int32_t *)(p.lens.data + t * p.lens.s0 * 4) = valid ? count : 0;
   }
 }
 
-/* Threads per row: more when rows are few (about 16384 warps' worth: a
- * 4096-row step gets 128 threads a row, a decode step of 64 rows 256). */
+/* Threads per row: more when rows are few, so that about 8192 warps run. */
 static unsigned index_block(int64_t rows) {
   unsigned b = 32;
-  while (b < CUDA_BLOCK && (int64_t)b * rows < 16384 * 32) b *= 2;
+  while (b < CUDA_BLOCK && (int64_t)b * rows < 8192 * 32) b *= 2;
   return b;
 }
 static unsigned index_grid(int64_t rows) { return rows < 1 ? 1u : rows > (1 << 20) ? (1u << 20) : (unsigned)rows; }
@@ -133,18 +123,11 @@ static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t
     if (tid == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, swa_len, 0, r, p->window_size);
     swa_len = 0;
   }
-  for (int64_t j0 = 0; j0 < topk_len; j0 += 4 * bd) { /* four loads in flight before the stores */
-    int32_t v[4];
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int64_t j = j0 + u * bd + tid;
-      v[u] = j < topk_len ? dix_i32_2(p->topk, t, j) : 0;
-    }
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int64_t j = j0 + u * bd + tid;
-      if (j < topk_len) *dix_i32_2p(p->combined, t, j) = wrap32(v[u] + Mr);
-    }
+  for (int64_t j = tid; j < topk_len; j += 2 * bd) { /* two loads in flight before the stores */
+    const int64_t j2 = j + bd;
+    const int32_t a = dix_i32_2(p->topk, t, j), b = j2 < topk_len ? dix_i32_2(p->topk, t, j2) : 0;
+    *dix_i32_2p(p->combined, t, j) = wrap32(a + Mr);
+    if (j2 < topk_len) *dix_i32_2p(p->combined, t, j2) = wrap32(b + Mr);
   }
   const int64_t first = Mr + p->N + (swa_start - gather_start);
   for (int64_t j = tid; j < swa_len; j += bd) *dix_i32_2p(p->combined, t, topk_len + j) = wrap32(first + j);
@@ -288,35 +271,18 @@ static __device__ void fi_prefill_row(const fi_params *p, int64_t t) {
              p->Wp < p->topk ? p->Wp : p->topk);
     topk_len = w;
   }
-  /* the SWA entries, then the top-k ones, four a thread in flight */
-  for (int64_t j0 = 0; j0 < S; j0 += 4 * bd) {
-    int64_t v[4];
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int64_t j = j0 + u * bd + tid;
-      v[u] = j < S && j < swa_len ? slot_of(p->swa_bt, 0, req, swa_start + j, p->note, 1, skip_key(t, 1 + j, 16)) : -1;
-    }
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int64_t j = j0 + u * bd + tid;
-      if (j < S) *dix_i32_2p(p->out, t, j) = remap(v[u], p->swa_bt.pd, p->swa_span);
-    }
+  for (int64_t j = tid; j < S; j += bd) {
+    int64_t v = -1;
+    if (j < swa_len) v = slot_of(p->swa_bt, 0, req, swa_start + j, p->note, 1, skip_key(t, 1 + j, 16));
+    *dix_i32_2p(p->out, t, j) = remap(v, p->swa_bt.pd, p->swa_span);
   }
-  for (int64_t j0 = 0; j0 < p->K4; j0 += 4 * bd) {
-    int64_t x[4], v[4];
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int64_t j = j0 + u * bd + tid;
-      x[u] = j < topk_len ? dix_i32_2(p->ptopk, i, j) : -1;
-    }
-#pragma unroll
-    for (int u = 0; u < 4; u++)
-      v[u] = x[u] >= 0 ? slot_of(p->comp_bt, 1, req, x[u], p->note, 1, skip_key(t, 1 + S + j0 + u * bd + tid, 16)) : -1;
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-      const int64_t j = j0 + u * bd + tid;
-      if (j < p->K4) *dix_i32_2p(p->out, t, S + j) = remap(v[u], p->comp_bt.pd, p->c_span);
-    }
+  for (int64_t j = tid; j < p->K4; j += 2 * bd) { /* two entries in flight */
+    const int64_t j2 = j + bd;
+    const int64_t x = j < topk_len ? dix_i32_2(p->ptopk, i, j) : -1, x2 = j2 < topk_len ? dix_i32_2(p->ptopk, i, j2) : -1;
+    const int64_t v = x >= 0 ? slot_of(p->comp_bt, 1, req, x, p->note, 1, skip_key(t, 1 + S + j, 16)) : -1;
+    const int64_t v2 = x2 >= 0 ? slot_of(p->comp_bt, 1, req, x2, p->note, 1, skip_key(t, 1 + S + j2, 16)) : -1;
+    *dix_i32_2p(p->out, t, S + j) = remap(v, p->comp_bt.pd, p->c_span);
+    if (j2 < p->K4) *dix_i32_2p(p->out, t, S + j2) = remap(v2, p->comp_bt.pd, p->c_span);
   }
   if (tid == 0) *lens = wrap32(S + topk_len);
 }

@@ -55,7 +55,7 @@ static __device__ __forceinline__ void store_scale_words(uint8_t *scales, uint32
 /* Lane `lane`'s part of a main-cache record: values x[16] = row[16l..16l+16). */
 static __device__ __forceinline__ void quant_lane(const insert_params *p, const int rec, int lane, const uint16_t *x,
                                                   uint8_t *values, uint8_t *scales) {
-  if (rec == DSV4KV_RECORD_NVFP4) { /* nvfp4_block_quant_ref, the division by compares */
+  if (rec == DSV4KV_RECORD_NVFP4) { /* nvfp4_block_quant_ref, its division by compares (formats/e2m1_div.h) */
     float amax = 0.0f;
     for (int i = 0; i < 16; i++) amax = max_ignore_nan(amax, fabsf(bf16_to_f32(x[i])));
     float t = max_ignore_nan(NVFP4_SCALE_MIN, amax * (1.0f / 6.0f));
@@ -72,8 +72,8 @@ static __device__ __forceinline__ void quant_lane(const insert_params *p, const 
   }
   /* fp8 blocks: 64 values (V4, 4 lanes) or 32 (MXFP8, 2 lanes) */
   const int v4 = rec == DSV4KV_RECORD_V4, group = v4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
-  float amax = 0.0f; /* values re-read from x, not kept as fp32: registers are occupancy */
-  for (int i = 0; i < 16; i++) amax = max_ignore_nan(amax, fabsf(bf16_to_f32(x[i])));
+  float f[16], amax = 0.0f;
+  for (int i = 0; i < 16; i++) f[i] = bf16_to_f32(x[i]), amax = max_ignore_nan(amax, fabsf(f[i]));
   amax = max_ignore_nan(warp_max_group(amax, group), AMAX_FLOOR);
   const int rope = v4 && lane >= NOPE_DIM / 16;
   float inv;
@@ -86,32 +86,26 @@ static __device__ __forceinline__ void quant_lane(const insert_params *p, const 
   }
   uint32_t w[4];
   if (!p->fnuz) {
-#define Q(i) (bf16_to_f32(x[i]) * inv)
-    for (int i = 0; i < 4; i++) w[i] = e4m3x2_quant(Q(4 * i), Q(4 * i + 1)) | e4m3x2_quant(Q(4 * i + 2), Q(4 * i + 3)) << 16;
-#undef Q
+    for (int i = 0; i < 4; i++)
+      w[i] = e4m3x2_quant(f[4 * i] * inv, f[4 * i + 1] * inv) | e4m3x2_quant(f[4 * i + 2] * inv, f[4 * i + 3] * inv) << 16;
   } else {
     uint8_t codes[16];
-    for (int i = 0; i < 16; i++) codes[i] = fp8_quant_code(bf16_to_f32(x[i]) * inv, 1);
+    for (int i = 0; i < 16; i++) codes[i] = fp8_quant_code(f[i] * inv, 1);
     const uint4 v = pack16(codes);
     w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
   }
   store16(values + 16 * lane, make_uint4(w[0], w[1], w[2], w[3]), p->vec_c);
 }
 
-/* One warp per row: as many warps in flight as the GPU holds (more warps,
- * not more rows a warp, is what fills the memory pipes here: a 2-row
- * software pipeline at 64 registers ran 10-15 % slower on the H200). */
 static __device__ __forceinline__ void insert_rows(const insert_params &p, const int rec) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const dix no_positions = {NULL, 0, 0};
-  int64_t t = warp_id_global();
-  uint16_t x[16]; /* the first row's loads overlap the shared-memory scan's */
-  if (t < p.T) load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
   if (p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, no_positions, 1, 0);
-  for (; t < p.T; t += warp_count_global()) {
-    if (t != warp_id_global()) load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
+  for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+    uint16_t x[16]; /* loaded first: the row's latency overlaps the slot's */
+    load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
     const int64_t slot = dix_i64(p.slots, t);
     if (slot == -1) continue;
     if (slot < 0 || slot >= p.num_slots) {
@@ -134,15 +128,18 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
   }
 }
 
-/* One kernel a record, so each gets the registers its own arithmetic needs
- * (NVFP4's compares would otherwise cost the fp8 records occupancy); the
- * bounds keep 5 blocks (40 warps) resident for the fp8 records without
- * spilling V4 (MXFP8 spills 8 bytes), 4 for NVFP4. */
-__global__ void __launch_bounds__(CUDA_BLOCK, 5) insert_v4_kernel(insert_params p) { insert_rows(p, DSV4KV_RECORD_V4); }
-__global__ void __launch_bounds__(CUDA_BLOCK, 5) insert_mxfp8_kernel(insert_params p) {
+/* One kernel a record, so each gets the registers its own arithmetic needs:
+ * registers are occupancy, and occupancy (warps resident) is what fills the
+ * memory pipes here (a 2-row software pipeline at 64 registers and 40 warps
+ * a multiprocessor ran 10-15 % slower on the H200 than one row a warp). */
+#ifndef DSV4KV_INSERT_MIN_BLOCKS /* blocks a multiprocessor must hold (registers); an A/B knob */
+#define DSV4KV_INSERT_MIN_BLOCKS 6
+#endif
+__global__ void __launch_bounds__(CUDA_BLOCK, DSV4KV_INSERT_MIN_BLOCKS) insert_v4_kernel(insert_params p) { insert_rows(p, DSV4KV_RECORD_V4); }
+__global__ void __launch_bounds__(CUDA_BLOCK, DSV4KV_INSERT_MIN_BLOCKS) insert_mxfp8_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_MXFP8);
 }
-__global__ void __launch_bounds__(CUDA_BLOCK, 4) insert_nvfp4_kernel(insert_params p) {
+__global__ void __launch_bounds__(CUDA_BLOCK, DSV4KV_INSERT_MIN_BLOCKS) insert_nvfp4_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_NVFP4);
 }
 
