@@ -326,6 +326,12 @@ static __device__ __forceinline__ float2 e2m1x2_decode_2m14(uint32_t byte) {
   return make_float2(a, b);
 }
 
+/* f32_to_bf16 of two values that need no rounding (zero, or normal with at
+ * most 8 significant bits): their high halves, low value first. */
+static __device__ __forceinline__ uint32_t bf16x2_high(float lo, float hi) {
+  return __byte_perm(__float_as_uint(lo), __float_as_uint(hi), 0x7632);
+}
+
 /* f32_to_bf16 of two values, low half first: the hardware's RNE, and the
  * reference's 0x7FFF for NaN. */
 static __device__ __forceinline__ uint32_t bf16x2_of(float lo, float hi) {

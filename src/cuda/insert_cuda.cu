@@ -128,18 +128,17 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
   }
 }
 
-/* One kernel a record, so each gets the registers its own arithmetic needs:
- * registers are occupancy, and occupancy (warps resident) is what fills the
- * memory pipes here (a 2-row software pipeline at 64 registers and 40 warps
- * a multiprocessor ran 10-15 % slower on the H200 than one row a warp). */
-#ifndef DSV4KV_INSERT_MIN_BLOCKS /* blocks a multiprocessor must hold (registers); an A/B knob */
-#define DSV4KV_INSERT_MIN_BLOCKS 6
-#endif
-__global__ void __launch_bounds__(CUDA_BLOCK, DSV4KV_INSERT_MIN_BLOCKS) insert_v4_kernel(insert_params p) { insert_rows(p, DSV4KV_RECORD_V4); }
-__global__ void __launch_bounds__(CUDA_BLOCK, DSV4KV_INSERT_MIN_BLOCKS) insert_mxfp8_kernel(insert_params p) {
+/* One kernel a record, each held to 40 registers (6 blocks, 48 warps a
+ * multiprocessor): occupancy is what fills the memory pipes here.  On the
+ * H200, a 2-row software pipeline at 64 registers and 32 warps ran 10-15 %
+ * slower than one row a warp, and the per-record kernels at 48 registers
+ * (40 warps) 5-15 % slower than at 40 (bench/NOTES-gpu.md). */
+enum { INSERT_MIN_BLOCKS = 6 }; /* resident blocks: at most 40 registers a thread */
+__global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_v4_kernel(insert_params p) { insert_rows(p, DSV4KV_RECORD_V4); }
+__global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_mxfp8_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_MXFP8);
 }
-__global__ void __launch_bounds__(CUDA_BLOCK, DSV4KV_INSERT_MIN_BLOCKS) insert_nvfp4_kernel(insert_params p) {
+__global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_nvfp4_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_NVFP4);
 }
 
