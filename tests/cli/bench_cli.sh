@@ -1,6 +1,7 @@
 #!/bin/sh
 # dsv4kv bench as a user runs it: decode-size configurations with one run
-# each (quick), the JSON's fields, the usage errors.
+# each (quick), the JSON's fields, the usage errors; --device cuda timed on a
+# machine with a GPU, refused with status 1 and a message elsewhere.
 #   bench_cli.sh DSV4KV_BINARY
 set -u
 bin=$1
@@ -29,7 +30,26 @@ PY
 "$bin" bench --op gather --record nvfp4 --sizes decode --min-runs 1 --min-seconds 0 >"$work/out" 2>&1 ||
   fail "a filtered run"
 [ "$(grep -c '^gather_' "$work/out")" -eq 1 ] || fail "--op gather --record nvfp4 --sizes decode: not one config"
-for bad in "--device cuda" "--threads 0" "--min-runs x" "--op nope" "--sizes huge" "stray"; do
+# --device cuda: timed where a GPU runs the backend, else a clear refusal (1)
+"$bin" bench --device cuda --op combine --sizes decode --min-runs 2 --min-seconds 0 --json "$work/g.json" \
+  >"$work/out" 2>"$work/err"
+rc=$?
+if [ $rc -eq 0 ]; then
+  python3 - "$work/g.json" <<'PY' || fail "the --device cuda JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["device"] == "cuda" and d["copy_gbps"] > 0 and d["floor"], d
+for r in d["results"]:
+    assert r["eager_us"] > 0 and r["graph_us"] > 0 and r["host_us"] > 0 and r["calls_per_graph"] >= 1, r
+    assert abs(r["gbps_graph"] - r["bytes"] / r["graph_us"] / 1e3) < 1e-6 * r["gbps_graph"], r
+    assert r["ref_graph_us"] > 0 and r["speedup_graph"] > 0, r
+assert len(d["results"]) == 2, len(d["results"])
+PY
+else
+  [ $rc -eq 1 ] || fail "bench --device cuda without a GPU: exit status $rc, not 1"
+  grep -q "cuda" "$work/err" || fail "bench --device cuda without a GPU: no message naming CUDA"
+fi
+for bad in "--device tpu" "--report" "--threads 0" "--min-runs x" "--op nope" "--sizes huge" "stray"; do
   # shellcheck disable=SC2086
   "$bin" bench --sizes decode --min-runs 1 --min-seconds 0 $bad >/dev/null 2>"$work/err"
   [ $? -eq 2 ] || fail "bench $bad: exit status not 2"
