@@ -151,9 +151,13 @@ static cJSON *load_results(const char *path) {
   free(text);
   cJSON *rows = root ? cJSON_GetObjectItem(root, "results") : NULL;
   int ok = cJSON_IsArray(rows) && cJSON_IsNumber(cJSON_GetObjectItem(root, "copy_gbps"));
-  for (cJSON *r = ok ? rows->child : NULL; r; r = r->next)
+  for (cJSON *r = ok ? rows->child : NULL; r; r = r->next) {
     ok = ok && cJSON_IsString(cJSON_GetObjectItem(r, "op")) && cJSON_IsString(cJSON_GetObjectItem(r, "record")) &&
          cJSON_IsNumber(cJSON_GetObjectItem(r, "tokens"));
+    cJSON *b = cJSON_GetObjectItem(r, "bytes"), *g = cJSON_GetObjectItem(r, "ref_graph_us");
+    if (ok && cJSON_IsNumber(b) && cJSON_IsNumber(g) && g->valuedouble > 0 && !cJSON_GetObjectItem(r, "ref_gbps_graph"))
+      cJSON_AddNumberToObject(r, "ref_gbps_graph", b->valuedouble / (g->valuedouble * 1e-6) / 1e9); /* older files */
+  }
   if (!ok) {
     fprintf(stderr, "dsv4kv bench: --from-json %s: not the JSON of dsv4kv bench --json%s\n", path,
             n > MAX_JSON ? " (over 16 MiB)" : "");
@@ -255,19 +259,31 @@ int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref
   const char *ext = strrchr(path, '.');
   FILE *g = popen("gnuplot", "w");
   if (!g) return remove(ours), ref_field ? remove(refs) : 0, -1;
+  /* one colour a series (gnuplot's default cycle repeats after 8) */
+  static const char *const colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                        "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8"};
+  const int ncol = (int)(sizeof colours / sizeof colours[0]);
   fprintf(g, "set terminal %s size 1400,800 noenhanced\nset output '%s'\n",
           ext && !strcmp(ext, ".svg") ? "svg" : "pngcairo", path);
-  fprintf(g, "set title '%s'\nset xlabel 'tokens (gather: requests x tokens)'\n", title);
+  fputs("set title \"", g); /* double quotes: its line breaks as \n; quotes and backslashes dropped */
+  for (const char *q = title; *q; q++) {
+    if (*q == '\n') fputs("\\n", g);
+    else if (*q != '"' && *q != '\\') fputc(*q, g);
+  }
+  fprintf(g, "\" font ',11'\nset xlabel 'tokens (gather: requests x tokens)'\n");
   fprintf(g, "set ylabel 'GB/s (compulsory bytes read + written)'\nset logscale x 2\nset grid\n");
-  fprintf(g, "set key outside right top\nset yrange [0:%g]\n", ceiling * 1.1);
+  fprintf(g, "set xtics ('64' 64, '256' 256, '1k' 1024, '4k' 4096, '16k' 16384, '64k' 65536, '256k' 262144, "
+             "'1M' 1048576)\n");
+  fprintf(g, "set key outside right top\nset yrange [0:*]\n");
   fprintf(g, "plot %g with lines dt 2 lw 2 lc rgb 'black' title 'copy ceiling (same run)'", ceiling);
   for (int i = 0; i < n; i++)
-    fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 pt 7 lc %d title '%s'", ours, i, i + 1, t_ours[i]);
+    fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title '%s'", ours, i,
+            colours[i % ncol], t_ours[i]);
   for (int i = 0; i < nr; i++) {
-    int lc = 1;
-    for (int k = 0; k < n; k++)
-      if (!strcmp(t_refs[i], t_ours[k])) lc = k + 1;
-    fprintf(g, ", '%s' index %d using 1:2 with points pt 6 ps 2 lc %d title '%s (reference)'", refs, i, lc, t_refs[i]);
+    int k = 0;
+    while (k < n && strcmp(t_refs[i], t_ours[k])) k++;
+    fprintf(g, ", '%s' index %d using 1:2 with points pt 6 ps 2 lc rgb '%s' title '%s (reference)'", refs, i,
+            colours[(k < n ? k : i) % ncol], t_refs[i]);
   }
   fprintf(g, "\n");
   int rc = pclose(g);
@@ -356,10 +372,11 @@ int cmd_bench(int argc, char **argv) {
   if (plot_path && cJSON_GetArraySize(rows) > 0) {
     const double ceiling = cJSON_GetObjectItem(root, "copy_gbps")->valuedouble;
     char title[256];
-    snprintf(title, sizeof title, "dsv4kv bench (%s, %s): GB/s against size; dashed: the copy ceiling",
-             cuda ? "CUDA, eager; circles: the reference's event figures" : "CPU",
-             json_str(root, cuda ? "gpu" : "cpu_path"));
-    if (bench_plot(plot_path, rows, cuda ? "gbps_eager" : "gbps", cuda ? "ref_gbps_event" : NULL, ceiling, title)) {
+    snprintf(title, sizeof title, "dsv4kv bench, %s (%s)\n%s; dashed: the copy ceiling of the same run",
+             cuda ? "CUDA" : "CPU", json_str(root, cuda ? "gpu" : "cpu_path"),
+             cuda ? "GB/s of CUDA-graph replay; open circles: the reference on the same GPU kind (graph)"
+                  : "GB/s of the median call");
+    if (bench_plot(plot_path, rows, cuda ? "gbps_graph" : "gbps", cuda ? "ref_gbps_graph" : NULL, ceiling, title)) {
       fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot failed (is gnuplot-nox installed?)\n", plot_path);
       rc = rc ? rc : 1;
     }

@@ -231,6 +231,7 @@ static void add_row(cJSON *rows, const bench_case *c, double e, double host, dou
     cJSON_AddNumberToObject(r, "ref_event_us", a->event_us);
     cJSON_AddNumberToObject(r, "ref_graph_us", a->graph_us);
     cJSON_AddNumberToObject(r, "ref_gbps_event", (double)c->bytes / (a->event_us * 1e-6) / 1e9);
+    cJSON_AddNumberToObject(r, "ref_gbps_graph", (double)c->bytes / (a->graph_us * 1e-6) / 1e9);
     cJSON_AddNumberToObject(r, "speedup_eager", a->event_us / e);
     cJSON_AddNumberToObject(r, "speedup_graph", a->graph_us / gr);
     cJSON_AddStringToObject(r, "ref_variant", a->variant);

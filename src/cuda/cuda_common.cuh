@@ -63,13 +63,8 @@ static __device__ __forceinline__ void dnote_nonfinite(dnote n, int64_t count) {
 /* ---- loads and stores ----------------------------------------------------- */
 /* `vec` is decided on the host: 1 when the tensor's base and every stride
  * the access moves by are multiples of 16 bytes. */
-#ifdef DSV4KV_CUDA_LOAD_EVICT_FIRST /* an A/B knob: loads of data read once, marked evict-first */
-#define DSV4KV_LDG16 __ldcs
-#else
-#define DSV4KV_LDG16 __ldg
-#endif
 static __device__ __forceinline__ uint4 load16(const uint8_t *p, int vec) {
-  if (vec) return DSV4KV_LDG16((const uint4 *)p);
+  if (vec) return __ldg((const uint4 *)p);
   uint32_t w[4];
   for (int i = 0; i < 4; i++)
     w[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
