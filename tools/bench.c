@@ -292,6 +292,21 @@ int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref
   return rc == 0 ? 0 : -1;
 }
 
+/* --op / --record / --sizes among their choices; 0, or -1 with a message. */
+static int check_choices(const bench_opts *o) {
+  static const char *const ops[] = {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer", NULL};
+  static const char *const recs[] = {"v4", "mxfp8", "nvfp4", "fp8", "mxfp4", NULL};
+  static const char *const szs[] = {"decode", "prefill", "large", NULL};
+  const char *const *lists[] = {ops, recs, szs};
+  const char *given[] = {o->op, o->record, o->sizes}, *what[] = {"--op", "--record", "--sizes"};
+  for (int l = 0; l < 3; l++) {
+    int ok = !given[l];
+    for (const char *const *v = lists[l]; !ok && *v; v++) ok = !strcmp(*v, given[l]);
+    if (!ok) return fprintf(stderr, "dsv4kv bench: %s %s is not one of the choices (see --help)\n", what[l], given[l]), -1;
+  }
+  return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
   const char *json = NULL, *plot_path = NULL, *from = NULL;
   bench_opts o = {omp_get_num_procs(), 0, 0.2, 0, NULL, NULL, NULL};
@@ -339,16 +354,7 @@ int cmd_bench(int argc, char **argv) {
   if (optind < argc) return fprintf(stderr, "dsv4kv bench: unexpected argument '%s'\n", argv[optind]), 2;
   if (o.report && !cuda) return fprintf(stderr, "dsv4kv bench: --report is for --device cuda\n"), 2;
   if (!o.min_runs) o.min_runs = cuda ? 20 : 5;
-  static const char *const ops[] = {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer", NULL};
-  static const char *const recs[] = {"v4", "mxfp8", "nvfp4", "fp8", "mxfp4", NULL};
-  static const char *const szs[] = {"decode", "prefill", "large", NULL};
-  const char *const *lists[] = {ops, recs, szs};
-  const char *given[] = {o.op, o.record, o.sizes}, *what[] = {"--op", "--record", "--sizes"};
-  for (int l = 0; l < 3; l++) {
-    int ok = !given[l];
-    for (const char *const *v = lists[l]; !ok && *v; v++) ok = !strcmp(*v, given[l]);
-    if (!ok) return fprintf(stderr, "dsv4kv bench: %s %s is not one of the choices (see --help)\n", what[l], given[l]), 2;
-  }
+  if (check_choices(&o)) return 2;
   cJSON *root = NULL;
   int rc = 0;
   if (from) { /* the plot of an earlier run (e.g. one on a GPU machine without gnuplot) */

@@ -239,6 +239,39 @@ static void add_row(cJSON *rows, const bench_case *c, double e, double host, dou
   cJSON_AddItemToArray(rows, r);
 }
 
+/* The rows every figure stands on: a 4-byte memset timed as a call (the
+ * least a launch costs) and an insert of no rows (the library's host side). */
+static void measure_floors(const bench_opts *o, void *flush, cJSON *floor, double ceiling) {
+  { /* the launch floor: the same two timings of a 4-byte memset */
+    floor_buf = devmem_alloc(4);
+    gpu_call g = {NULL, {0}, NULL, ""};
+    bench_case fc;
+    memset(&fc, 0, sizeof fc);
+    snprintf(fc.name, sizeof fc.name, "launch floor (cudaMemsetAsync of 4 bytes)");
+    fc.op = "floor", fc.record = "", fc.size = "decode", fc.tokens = 0, fc.bytes = 4;
+    int runs = 0, per_graph = 0;
+    double host = 0, e = floor_buf ? eager_us(&g, floor_call, flush, o, &runs, &host) : -1;
+    double gr = e > 0 ? graph_us(&g, floor_call, e, &per_graph) : -1;
+    if (e > 0 && gr > 0) add_row(floor, &fc, e, host, gr, runs, per_graph, ceiling);
+    devmem_free(floor_buf);
+  }
+  { /* the library's host side alone: an insert of no rows launches nothing */
+    bench_case c;
+    staging st;
+    const int made = bench_case_make(0, "insert", NULL, "decode", &c) == 1;
+    if (made && !stage(&c, &st)) {
+      c.shapes[0][0] = 0, c.shapes[1][0] = 0; /* k and slot_mapping: 0 rows */
+      snprintf(c.name, sizeof c.name, "insert of 0 rows (the call's host side, no kernel)");
+      c.op = "floor", c.bytes = 4;
+      gpu_call g = {&c, {.stream = devmem_stream()}, NULL, ""};
+      int runs = 0, per_graph = 0;
+      double host = 0, e = eager_us(&g, call_once, flush, o, &runs, &host);
+      if (e > 0) add_row(floor, &c, e, host, e, runs, per_graph, ceiling);
+    }
+    if (made) unstage(&st), bench_case_free(&c);
+  }
+}
+
 int bench_gpu(const bench_opts *o, cJSON *root) {
   if (!dsv4kv_backend_available(kDLCUDA)) {
     fprintf(stderr, "dsv4kv bench: --device cuda: %s\n", dsv4kv_backend_unavailable_reason(kDLCUDA));
@@ -264,34 +297,7 @@ int bench_gpu(const bench_opts *o, cJSON *root) {
   cJSON_AddNumberToObject(root, "copy_gbps", ceiling);
   cJSON_AddBoolToObject(root, "device_report", o->report != 0);
   cJSON_AddArrayToObject(root, "floor");
-  { /* the launch floor: the same two timings of a 4-byte memset */
-    floor_buf = devmem_alloc(4);
-    gpu_call g = {NULL, {0}, NULL, ""};
-    bench_case fc;
-    memset(&fc, 0, sizeof fc);
-    snprintf(fc.name, sizeof fc.name, "launch floor (cudaMemsetAsync of 4 bytes)");
-    fc.op = "floor", fc.record = "", fc.size = "decode", fc.tokens = 0, fc.bytes = 4;
-    int runs = 0, per_graph = 0;
-    double host = 0, e = floor_buf ? eager_us(&g, floor_call, flush, o, &runs, &host) : -1;
-    double gr = e > 0 ? graph_us(&g, floor_call, e, &per_graph) : -1;
-    if (e > 0 && gr > 0) add_row(cJSON_GetObjectItem(root, "floor"), &fc, e, host, gr, runs, per_graph, ceiling);
-    devmem_free(floor_buf);
-  }
-  { /* the library's host side alone: an insert of no rows launches nothing */
-    bench_case c;
-    staging st;
-    const int made = bench_case_make(0, "insert", NULL, "decode", &c) == 1;
-    if (made && !stage(&c, &st)) {
-      c.shapes[0][0] = 0, c.shapes[1][0] = 0; /* k and slot_mapping: 0 rows */
-      snprintf(c.name, sizeof c.name, "insert of 0 rows (the call's host side, no kernel)");
-      c.op = "floor", c.bytes = 4;
-      gpu_call g = {&c, {.stream = devmem_stream()}, NULL, ""};
-      int runs = 0, per_graph = 0;
-      double host = 0, e = eager_us(&g, call_once, flush, o, &runs, &host);
-      if (e > 0) add_row(cJSON_GetObjectItem(root, "floor"), &c, e, host, e, runs, per_graph, ceiling);
-    }
-    if (made) unstage(&st), bench_case_free(&c);
-  }
+  measure_floors(o, flush, cJSON_GetObjectItem(root, "floor"), ceiling);
   cJSON *rows = cJSON_GetObjectItem(root, "results");
   int rc = 0, matched = 0;
   for (int i = 0;; i++) {
