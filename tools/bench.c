@@ -222,6 +222,17 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
   return rc;
 }
 
+/* Text headed for the gnuplot script (titles, series names) may come from a
+ * JSON file (--from-json): only letters, digits and a few harmless marks go
+ * through, so nothing in it can end a string or reach gnuplot's command
+ * substitution (` @ $ ' " ; \ are replaced). */
+static void plot_safe(char *t) {
+  for (; *t; t++)
+    if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') || *t == '\n' ||
+          strchr(" _-.,=()+:/%x", *t)))
+      *t = '_';
+}
+
 /* One data block per (op, record) series, in the rows' order. */
 static int write_series(FILE *d, cJSON *rows, const char *field, char titles[][48], int max) {
   int n = 0;
@@ -233,6 +244,7 @@ static int write_series(FILE *d, cJSON *rows, const char *field, char titles[][4
     char key[48];
     const char *rec = cJSON_GetObjectItem(r, "record")->valuestring;
     snprintf(key, sizeof key, "%s%s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec);
+    plot_safe(key);
     if (strcmp(key, prev)) {
       if (n == max) break;
       if (n) fprintf(d, "\n\n");
@@ -247,6 +259,10 @@ static int write_series(FILE *d, cJSON *rows, const char *field, char titles[][4
 int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref_field, double ceiling,
                const char *title) {
   enum { MAX_SERIES = 24 };
+  if (strpbrk(path, "'\n`")) { /* it goes into the script in single quotes */
+    fprintf(stderr, "dsv4kv bench: --plot %s: a file name with quotes, backquotes or line breaks is refused\n", path);
+    return -1;
+  }
   char ours[] = "/tmp/dsv4kv-bench-XXXXXX", refs[] = "/tmp/dsv4kv-bench-ref-XXXXXX";
   char t_ours[MAX_SERIES][48], t_refs[MAX_SERIES][48];
   int fd = mkstemp(ours), fr = ref_field ? mkstemp(refs) : -1;
@@ -265,10 +281,13 @@ int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref
   const int ncol = (int)(sizeof colours / sizeof colours[0]);
   fprintf(g, "set terminal %s size 1400,800 noenhanced\nset output '%s'\n",
           ext && !strcmp(ext, ".svg") ? "svg" : "pngcairo", path);
-  fputs("set title \"", g); /* double quotes: its line breaks as \n; quotes and backslashes dropped */
-  for (const char *q = title; *q; q++) {
+  char safe[512];
+  snprintf(safe, sizeof safe, "%s", title);
+  plot_safe(safe);
+  fputs("set title \"", g); /* double quotes, for its line break as \n */
+  for (const char *q = safe; *q; q++) {
     if (*q == '\n') fputs("\\n", g);
-    else if (*q != '"' && *q != '\\') fputc(*q, g);
+    else fputc(*q, g);
   }
   fprintf(g, "\" font ',11'\nset xlabel 'tokens (gather: requests x tokens)'\n");
   fprintf(g, "set ylabel 'GB/s (compulsory bytes read + written)'\nset logscale x 2\nset grid\n");
