@@ -261,7 +261,7 @@ int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref
   enum { MAX_SERIES = 24 };
   if (strpbrk(path, "'\n`")) { /* it goes into the script in single quotes */
     fprintf(stderr, "dsv4kv bench: --plot %s: a file name with quotes, backquotes or line breaks is refused\n", path);
-    return -1;
+    return -2;
   }
   char ours[] = "/tmp/dsv4kv-bench-XXXXXX", refs[] = "/tmp/dsv4kv-bench-ref-XXXXXX";
   char t_ours[MAX_SERIES][48], t_refs[MAX_SERIES][48];
@@ -401,10 +401,10 @@ int cmd_bench(int argc, char **argv) {
              cuda ? "CUDA" : "CPU", json_str(root, cuda ? "gpu" : "cpu_path"),
              cuda ? "GB/s of CUDA-graph replay; open circles: the reference on the same GPU kind (graph)"
                   : "GB/s of the median call");
-    if (bench_plot(plot_path, rows, cuda ? "gbps_graph" : "gbps", cuda ? "ref_gbps_graph" : NULL, ceiling, title)) {
-      fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot failed (is gnuplot-nox installed?)\n", plot_path);
-      rc = rc ? rc : 1;
-    }
+    const int prc = bench_plot(plot_path, rows, cuda ? "gbps_graph" : "gbps", cuda ? "ref_gbps_graph" : NULL,
+                               ceiling, title);
+    if (prc == -1) fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot failed (is gnuplot-nox installed?)\n", plot_path);
+    if (prc) rc = rc ? rc : 1;
   }
   cJSON_Delete(root);
   return rc;

@@ -21,7 +21,8 @@ double bench_median(double *t, int n);
 
 /* GB/s against tokens per op and record (log x), `field` of each row of
  * `rows`; the reference's figures as points where a row has `ref_field`
- * (NULL: none); the ceiling as a dashed line.  gnuplot; .png or .svg. */
+ * (NULL: none); the ceiling as a dashed line.  gnuplot; .png or .svg.
+ * 0; -1 gnuplot failed; -2 a path it refuses (message printed). */
 int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref_field, double ceiling,
                const char *title);
 
