@@ -5,18 +5,21 @@
  * plot; the GPU timing (CUDA events and graphs) is tools/bench_gpu.c. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "bench.h"
 #include "bench_cases.h"
 #include "commands.h"
+#include "plot.h" /* sim_plot_check: the --plot file checked before the run, as dsv4kv run does */
 
 static double now(void) {
   struct timespec ts;
@@ -126,45 +129,8 @@ static void usage(FILE *f) {
           "  --report       cuda: give every call a device report (skip counts) as an engine may\n"
           "  --json FILE    the table as JSON;  --plot FILE  GB/s against size (.png or .svg, gnuplot)\n"
           "  --from-json F  no timing: --plot the results of an earlier --json F\n"
-          "exit status: 0, 1 when a call failed, 2 for a usage error.\n");
-}
-
-static const char *json_str(cJSON *o, const char *k) {
-  cJSON *v = cJSON_GetObjectItem(o, k);
-  return cJSON_IsString(v) ? v->valuestring : "?";
-}
-
-/* An earlier run's JSON (--json), checked for what the plot reads; the file
- * is bounded (16 MiB) as any input. */
-static cJSON *load_results(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return fprintf(stderr, "dsv4kv bench: --from-json %s: cannot open it\n", path), NULL;
-  enum { MAX_JSON = 16 << 20 };
-  char *text = malloc(MAX_JSON + 1);
-  size_t n = text ? fread(text, 1, MAX_JSON + 1, f) : 0;
-  fclose(f);
-  cJSON *root = NULL;
-  if (text && n <= MAX_JSON) {
-    text[n] = 0;
-    root = cJSON_Parse(text);
-  }
-  free(text);
-  cJSON *rows = root ? cJSON_GetObjectItem(root, "results") : NULL;
-  int ok = cJSON_IsArray(rows) && cJSON_IsNumber(cJSON_GetObjectItem(root, "copy_gbps"));
-  for (cJSON *r = ok ? rows->child : NULL; r; r = r->next) {
-    ok = ok && cJSON_IsString(cJSON_GetObjectItem(r, "op")) && cJSON_IsString(cJSON_GetObjectItem(r, "record")) &&
-         cJSON_IsNumber(cJSON_GetObjectItem(r, "tokens"));
-    cJSON *b = cJSON_GetObjectItem(r, "bytes"), *g = cJSON_GetObjectItem(r, "ref_graph_us");
-    if (ok && cJSON_IsNumber(b) && cJSON_IsNumber(g) && g->valuedouble > 0 && !cJSON_GetObjectItem(r, "ref_gbps_graph"))
-      cJSON_AddNumberToObject(r, "ref_gbps_graph", b->valuedouble / (g->valuedouble * 1e-6) / 1e9); /* older files */
-  }
-  if (!ok) {
-    fprintf(stderr, "dsv4kv bench: --from-json %s: not the JSON of dsv4kv bench --json%s\n", path,
-            n > MAX_JSON ? " (over 16 MiB)" : "");
-    cJSON_Delete(root);
-    return NULL;
-  }
-  return root;
+          "exit status: 0; 1 when a call, the JSON or the plot failed; 2 for a usage error, a\n"
+          "device without a backend, an output that cannot be written, no gnuplot for --plot.\n");
 }
 
 /* The CPU half: fills root; returns the exit status. */
@@ -222,95 +188,6 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
   return rc;
 }
 
-/* Text headed for the gnuplot script (titles, series names) may come from a
- * JSON file (--from-json): only letters, digits and a few harmless marks go
- * through, so nothing in it can end a string or reach gnuplot's command
- * substitution (` @ $ ' " ; \ are replaced). */
-static void plot_safe(char *t) {
-  for (; *t; t++)
-    if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') || *t == '\n' ||
-          strchr(" _-.,=()+:/%x", *t)))
-      *t = '_';
-}
-
-/* One data block per (op, record) series, in the rows' order. */
-static int write_series(FILE *d, cJSON *rows, const char *field, char titles[][48], int max) {
-  int n = 0;
-  char prev[48] = "";
-  cJSON *r;
-  cJSON_ArrayForEach(r, rows) {
-    cJSON *v = cJSON_GetObjectItem(r, field);
-    if (!cJSON_IsNumber(v)) continue;
-    char key[48];
-    const char *rec = cJSON_GetObjectItem(r, "record")->valuestring;
-    snprintf(key, sizeof key, "%s%s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec);
-    plot_safe(key);
-    if (strcmp(key, prev)) {
-      if (n == max) break;
-      if (n) fprintf(d, "\n\n");
-      snprintf(titles[n++], 48, "%s", key);
-      snprintf(prev, sizeof prev, "%s", key);
-    }
-    fprintf(d, "%g %g\n", cJSON_GetObjectItem(r, "tokens")->valuedouble, v->valuedouble);
-  }
-  return n;
-}
-
-int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref_field, double ceiling,
-               const char *title) {
-  enum { MAX_SERIES = 24 };
-  if (strpbrk(path, "'\n`")) { /* it goes into the script in single quotes */
-    fprintf(stderr, "dsv4kv bench: --plot %s: a file name with quotes, backquotes or line breaks is refused\n", path);
-    return -2;
-  }
-  char ours[] = "/tmp/dsv4kv-bench-XXXXXX", refs[] = "/tmp/dsv4kv-bench-ref-XXXXXX";
-  char t_ours[MAX_SERIES][48], t_refs[MAX_SERIES][48];
-  int fd = mkstemp(ours), fr = ref_field ? mkstemp(refs) : -1;
-  if (fd < 0 || (ref_field && fr < 0)) return -1;
-  FILE *d = fdopen(fd, "w"), *dr = ref_field ? fdopen(fr, "w") : NULL;
-  const int n = write_series(d, rows, field, t_ours, MAX_SERIES);
-  const int nr = dr ? write_series(dr, rows, ref_field, t_refs, MAX_SERIES) : 0;
-  fclose(d);
-  if (dr) fclose(dr);
-  const char *ext = strrchr(path, '.');
-  FILE *g = popen("gnuplot", "w");
-  if (!g) return remove(ours), ref_field ? remove(refs) : 0, -1;
-  /* one colour a series (gnuplot's default cycle repeats after 8) */
-  static const char *const colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                        "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8"};
-  const int ncol = (int)(sizeof colours / sizeof colours[0]);
-  fprintf(g, "set terminal %s size 1400,800 noenhanced\nset output '%s'\n",
-          ext && !strcmp(ext, ".svg") ? "svg" : "pngcairo", path);
-  char safe[512];
-  snprintf(safe, sizeof safe, "%s", title);
-  plot_safe(safe);
-  fputs("set title \"", g); /* double quotes, for its line break as \n */
-  for (const char *q = safe; *q; q++) {
-    if (*q == '\n') fputs("\\n", g);
-    else fputc(*q, g);
-  }
-  fprintf(g, "\" font ',11'\nset xlabel 'tokens (gather: requests x tokens)'\n");
-  fprintf(g, "set ylabel 'GB/s (compulsory bytes read + written)'\nset logscale x 2\nset grid\n");
-  fprintf(g, "set xtics ('64' 64, '256' 256, '1k' 1024, '4k' 4096, '16k' 16384, '64k' 65536, '256k' 262144, "
-             "'1M' 1048576)\n");
-  fprintf(g, "set key outside right top\nset yrange [0:*]\n");
-  fprintf(g, "plot %g with lines dt 2 lw 2 lc rgb 'black' title 'copy ceiling (same run)'", ceiling);
-  for (int i = 0; i < n; i++)
-    fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title '%s'", ours, i,
-            colours[i % ncol], t_ours[i]);
-  for (int i = 0; i < nr; i++) {
-    int k = 0;
-    while (k < n && strcmp(t_refs[i], t_ours[k])) k++;
-    fprintf(g, ", '%s' index %d using 1:2 with points pt 6 ps 2 lc rgb '%s' title '%s (reference)'", refs, i,
-            colours[(k < n ? k : i) % ncol], t_refs[i]);
-  }
-  fprintf(g, "\n");
-  int rc = pclose(g);
-  remove(ours);
-  if (ref_field) remove(refs);
-  return rc == 0 ? 0 : -1;
-}
-
 /* --op / --record / --sizes among their choices; 0, or -1 with a message. */
 static int check_choices(const bench_opts *o) {
   static const char *const ops[] = {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer", NULL};
@@ -326,10 +203,23 @@ static int check_choices(const bench_opts *o) {
   return 0;
 }
 
-int cmd_bench(int argc, char **argv) {
-  const char *json = NULL, *plot_path = NULL, *from = NULL;
-  bench_opts o = {omp_get_num_procs(), 0, 0.2, 0, NULL, NULL, NULL};
-  int cuda = 0;
+/* A whole number in [lo, hi] (no sign games, no wrap), or -1. */
+static long parse_long(const char *s, long lo, long hi) {
+  char *end = NULL;
+  if (!*s || *s == ' ' || *s == '+') return -1;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  return errno || *end || v < lo || v > hi ? -1 : v;
+}
+
+typedef struct {
+  const char *json, *plot, *from;
+  int cuda, timing_options; /* options that only a timed run reads */
+} bench_cli;
+
+/* Parses argv into o and c; 0, 1 for --help (printed), 2 for a usage error
+ * (message printed). */
+static int parse_args(int argc, char **argv, bench_opts *o, bench_cli *c) {
   static const struct option longopts[] = {
       {"device", required_argument, NULL, 'd'},  {"op", required_argument, NULL, 'o'},
       {"record", required_argument, NULL, 'r'},  {"sizes", required_argument, NULL, 's'},
@@ -341,71 +231,121 @@ int cmd_bench(int argc, char **argv) {
   int ch;
   optind = 1;
   while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    long v = 0;
     char *end = NULL;
+    c->timing_options += ch != 'p' && ch != 'F' && ch != 'h';
     switch (ch) {
       case 'd':
-        if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda")) {
-          fprintf(stderr, "dsv4kv bench: --device %s: not one of cpu, cuda\n", optarg);
-          return 2;
-        }
-        cuda = !strcmp(optarg, "cuda");
+        if (strcmp(optarg, "cpu") && strcmp(optarg, "cuda"))
+          return fprintf(stderr, "dsv4kv bench: --device %s: not one of cpu, cuda\n", optarg), 2;
+        c->cuda = !strcmp(optarg, "cuda");
         break;
-      case 'o': o.op = strcmp(optarg, "all") ? optarg : NULL; break;
-      case 'r': o.record = strcmp(optarg, "all") ? optarg : NULL; break;
-      case 's': o.sizes = strcmp(optarg, "all") ? optarg : NULL; break;
-      case 't': o.threads = (int)strtol(optarg, &end, 10); break;
-      case 'n': o.min_runs = (int)strtol(optarg, &end, 10); break;
-      case 'S': o.min_seconds = strtod(optarg, &end); break;
-      case 'R': o.report = 1; break;
-      case 'F': from = optarg; break;
-      case 'j': json = optarg; break;
-      case 'p': plot_path = optarg; break;
-      case 'h': usage(stdout); return 0;
+      case 'o': o->op = strcmp(optarg, "all") ? optarg : NULL; break;
+      case 'r': o->record = strcmp(optarg, "all") ? optarg : NULL; break;
+      case 's': o->sizes = strcmp(optarg, "all") ? optarg : NULL; break;
+      case 't':
+      case 'n':
+        v = parse_long(optarg, 1, ch == 't' ? 1024 : BENCH_MAX_RUNS);
+        if (v < 0)
+          return fprintf(stderr, "dsv4kv bench: --%s %s: not a whole number in 1..%d\n", ch == 't' ? "threads" : "min-runs",
+                         optarg, ch == 't' ? 1024 : BENCH_MAX_RUNS), 2;
+        *(ch == 't' ? &o->threads : &o->min_runs) = (int)v;
+        break;
+      case 'S':
+        errno = 0;
+        o->min_seconds = strtod(optarg, &end);
+        if (!*optarg || *optarg == ' ' || *end || errno || !(o->min_seconds >= 0 && o->min_seconds <= 60))
+          return fprintf(stderr, "dsv4kv bench: --min-seconds %s: not a number of seconds in 0..60\n", optarg), 2;
+        break;
+      case 'R': o->report = 1; break;
+      case 'F': c->from = optarg; break;
+      case 'j': c->json = optarg; break;
+      case 'p': c->plot = optarg; break;
+      case 'h': usage(stdout); return 1;
       default: usage(stderr); return 2;
-    }
-    if (end && (*end || o.threads < 1 || o.threads > 1024 || o.min_runs < 1 || o.min_runs > BENCH_MAX_RUNS ||
-                !(o.min_seconds >= 0 && o.min_seconds <= 60))) {
-      fprintf(stderr, "dsv4kv bench: bad value '%s' (threads 1..1024, min-runs 1..%d, min-seconds 0..60)\n", optarg,
-              BENCH_MAX_RUNS);
-      return 2;
     }
   }
   if (optind < argc) return fprintf(stderr, "dsv4kv bench: unexpected argument '%s'\n", argv[optind]), 2;
-  if (o.report && !cuda) return fprintf(stderr, "dsv4kv bench: --report is for --device cuda\n"), 2;
-  if (!o.min_runs) o.min_runs = cuda ? 20 : 5;
-  if (check_choices(&o)) return 2;
+  if (c->from && (c->timing_options || !c->plot))
+    return fprintf(stderr, "dsv4kv bench: --from-json FILE takes only --plot FILE (it draws an earlier run; "
+                           "nothing is timed)\n"), 2;
+  if (o->report && !c->cuda) return fprintf(stderr, "dsv4kv bench: --report is for --device cuda\n"), 2;
+  if (!o->min_runs) o->min_runs = c->cuda ? 20 : 5;
+  if (check_choices(o)) return 2;
+  int any = 0;
+  for (int i = 0, m; !c->from && (m = bench_case_matches(i, o->op, o->record, o->sizes)) != 0; i++) any |= m == 1;
+  if (!c->from && !any) return fprintf(stderr, "dsv4kv bench: no configuration matches the filters\n"), 2;
+  return 0;
+}
+
+/* Where the results go, checked before anything is timed. */
+static int check_outputs(const bench_cli *c) {
+  char why[256];
+  if (c->plot && sim_plot_check(c->plot, why, sizeof why))
+    return fprintf(stderr, "dsv4kv bench: --plot %s: %s\n", c->plot, why), 2;
+  if (c->json && strcmp(c->json, "-")) {
+    FILE *f = fopen(c->json, "a");
+    if (!f) return fprintf(stderr, "dsv4kv bench: --json %s: %s\n", c->json, strerror(errno)), 2;
+    fclose(f);
+  }
+  return 0;
+}
+
+static int write_json(cJSON *root, const char *path) {
+  char *text = cJSON_Print(root);
+  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+  int bad = !f || !text || fputs(text, f) < 0 || fputc('\n', f) < 0;
+  if (f && f != stdout) bad |= fclose(f) != 0;
+  free(text);
+  if (bad) fprintf(stderr, "dsv4kv bench: cannot write %s\n", path);
+  return bad;
+}
+
+static int draw(cJSON *root, const char *path, int cuda) {
+  const double ceiling = cJSON_GetObjectItem(root, "copy_gbps")->valuedouble;
+  char title[256];
+  snprintf(title, sizeof title, "dsv4kv bench, %s (%s)\n%s; dashed: the copy ceiling of the same run",
+           cuda ? "CUDA" : "CPU", bench_json_str(root, cuda ? "gpu" : "cpu_path"),
+           cuda ? "GB/s of CUDA-graph replay; open circles: the reference on the same GPU kind (graph)"
+                : "GB/s of the median call");
+  const int rc = bench_plot(path, cJSON_GetObjectItem(root, "results"), cuda ? "gbps_graph" : "gbps",
+                            cuda ? "ref_gbps_graph" : NULL, ceiling, title);
+  FILE *f = rc ? NULL : fopen(path, "rb");
+  const int empty = f && fgetc(f) == EOF;
+  if (f) fclose(f);
+  if (rc == -1 || empty || (!rc && !f)) fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot did not draw it\n", path);
+  return rc || empty || !f;
+}
+
+int cmd_bench(int argc, char **argv) {
+  bench_opts o = {omp_get_num_procs(), 0, 0.2, 0, NULL, NULL, NULL};
+  bench_cli c = {NULL, NULL, NULL, 0, 0};
+  int rc = parse_args(argc, argv, &o, &c);
+  if (rc) return rc == 1 ? 0 : rc;
+  if ((rc = check_outputs(&c))) return rc;
   cJSON *root = NULL;
-  int rc = 0;
-  if (from) { /* the plot of an earlier run (e.g. one on a GPU machine without gnuplot) */
-    if (!(root = load_results(from))) return 1;
-    cJSON *d = cJSON_GetObjectItem(root, "device");
-    cuda = cJSON_IsString(d) && !strcmp(d->valuestring, "cuda");
+  if (c.from) { /* the plot of an earlier run (e.g. one on a GPU machine without gnuplot) */
+    if (!(root = bench_load_results(c.from))) return 1;
+    c.cuda = !strcmp(bench_json_str(root, "device"), "cuda");
   } else {
     root = cJSON_CreateObject();
     cJSON_AddArrayToObject(root, "results");
     cJSON_AddStringToObject(root, "library_version", dsv4kv_version());
-    rc = cuda ? bench_gpu(&o, root) : bench_cpu(&o, root);
+    if (cli_git_commit()) cJSON_AddStringToObject(root, "commit", cli_git_commit());
+    char when[32];
+    time_t t = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+    cJSON_AddStringToObject(root, "date", when);
+    /* with --json -, the JSON alone goes to stdout and the table to stderr */
+    const int table_to_stderr = c.json && !strcmp(c.json, "-");
+    int saved = -1;
+    if (table_to_stderr) fflush(stdout), saved = dup(1), dup2(2, 1);
+    rc = c.cuda ? bench_gpu(&o, root) : bench_cpu(&o, root);
+    if (saved >= 0) fflush(stdout), dup2(saved, 1), close(saved);
   }
-  cJSON *rows = cJSON_GetObjectItem(root, "results");
-  if (json && !from) {
-    char *text = cJSON_Print(root);
-    FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
-    if (!f || !text || fputs(text, f) < 0) fprintf(stderr, "dsv4kv bench: cannot write %s\n", json), rc = rc ? rc : 1;
-    if (f && f != stdout) fclose(f);
-    free(text);
-  }
-  if (plot_path && cJSON_GetArraySize(rows) > 0) {
-    const double ceiling = cJSON_GetObjectItem(root, "copy_gbps")->valuedouble;
-    char title[256];
-    snprintf(title, sizeof title, "dsv4kv bench, %s (%s)\n%s; dashed: the copy ceiling of the same run",
-             cuda ? "CUDA" : "CPU", json_str(root, cuda ? "gpu" : "cpu_path"),
-             cuda ? "GB/s of CUDA-graph replay; open circles: the reference on the same GPU kind (graph)"
-                  : "GB/s of the median call");
-    const int prc = bench_plot(plot_path, rows, cuda ? "gbps_graph" : "gbps", cuda ? "ref_gbps_graph" : NULL,
-                               ceiling, title);
-    if (prc == -1) fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot failed (is gnuplot-nox installed?)\n", plot_path);
-    if (prc) rc = rc ? rc : 1;
-  }
+  if (c.json && !c.from && write_json(root, c.json)) rc = rc ? rc : 1;
+  if (c.plot && cJSON_GetArraySize(cJSON_GetObjectItem(root, "results")) > 0 && draw(root, c.plot, c.cuda))
+    rc = rc ? rc : 1;
   cJSON_Delete(root);
   return rc;
 }

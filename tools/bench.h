@@ -16,6 +16,12 @@ typedef struct {
   const char *op, *record, *sizes; /* filters, NULL = all */
 } bench_opts;
 
+/* An earlier run's JSON (--json FILE), bounded (16 MiB) and checked for what
+ * the plot reads; NULL with a message on stderr. */
+cJSON *bench_load_results(const char *path);
+/* o's string member k, or "?". */
+const char *bench_json_str(cJSON *o, const char *k);
+
 /* The median of n values (sorts t). */
 double bench_median(double *t, int n);
 

@@ -66,9 +66,9 @@ static const DLDataType U8 = {kDLUInt, 8, 1}, I32 = {kDLInt, 32, 1}, I64 = {kDLI
 #define I64P(t) ((int64_t *)(t)->data)
 
 /* Slots of N tokens: whole pages in shuffled order, contiguous inside a page. */
-static void shuffled_slots(int64_t *s, int64_t n, int64_t pages) {
+static int shuffled_slots(int64_t *s, int64_t n, int64_t pages) {
   int64_t *perm = malloc((size_t)pages * sizeof *perm);
-  if (!perm) return;
+  if (!perm) return -2;
   for (int64_t i = 0; i < pages; i++) perm[i] = i;
   for (int64_t i = pages - 1; i > 0; i--) {
     int64_t j = (int64_t)(rnd() % (uint64_t)(i + 1)), x = perm[i];
@@ -76,6 +76,7 @@ static void shuffled_slots(int64_t *s, int64_t n, int64_t pages) {
   }
   for (int64_t t = 0; t < n; t++) s[t] = perm[t / BS] * BS + t % BS;
   free(perm);
+  return 0;
 }
 
 static dsv4kv_record record_of(const char *r) {
@@ -90,7 +91,7 @@ static int make_insert(bench_case *c, const bench_spec *s) {
   DLTensor *cache = tensor(c, U8, 2, pages, (int64_t)BS * rec, 0);
   if (!k || !slots || !cache) return -2;
   for (int64_t i = 0; i < N * 512; i++) ((uint16_t *)k->data)[i] = bf16_normal();
-  shuffled_slots(I64P(slots), N, pages);
+  if (shuffled_slots(I64P(slots), N, pages)) return -2;
   c->call.op = OPCALL_INSERT;
   c->call.u.insert = (opcall_insert){k, cache, &c->desc, slots};
   snprintf(c->name, sizeof c->name, "insert_%s N=%lld", s->record, (long long)N);
@@ -110,7 +111,7 @@ static int make_gather(bench_case *c, const bench_spec *s) {
   for (int64_t i = 0; i < pages * BS * rec; i++) cb[i] = (uint8_t)(rnd() % 0x77); /* finite codes, small scales */
   int64_t *slots = malloc((size_t)pages * BS * sizeof *slots);
   if (!slots) return -2;
-  shuffled_slots(slots, pages * BS, pages); /* a random page order */
+  if (shuffled_slots(slots, pages * BS, pages)) return free(slots), -2; /* a random page order */
   for (int64_t r = 0; r < R; r++) {
     I32P(seq)[r] = (int32_t)L;
     for (int64_t p = 0; p < per; p++) I32P(bt)[r * per + p] = (int32_t)(slots[(r * per + p) * BS] / BS);
@@ -208,7 +209,7 @@ static int make_indexer(bench_case *c, const bench_spec *s) {
   for (int64_t t = 0; t < T; t++) I64P(pos)[t] = t;
   for (int64_t i = 0; i < T * 64; i++) ((float *)cs->data)[i] = (float)((double)(rnd() % 2001) / 1000.0 - 1.0);
   for (int64_t i = 0; i < 128; i++) ((float *)w->data)[i] = 1.0f + (float)(rnd() % 100) / 1000.0f;
-  shuffled_slots(I64P(slots), T, pages);
+  if (shuffled_slots(I64P(slots), T, pages)) return -2;
   c->call.op = OPCALL_INDEXER;
   c->call.u.indexer = (opcall_indexer){k, pos, cs, w, 1e-6f, cache, &c->desc, slots, 1};
   snprintf(c->name, sizeof c->name, "indexer_k_norm_rope_store fp4=%s T=%lld cr=1",
@@ -218,12 +219,19 @@ static int make_indexer(bench_case *c, const bench_spec *s) {
   return 1;
 }
 
-int bench_case_make(int index, const char *op, const char *record, const char *size, bench_case *c) {
+int bench_case_matches(int index, const char *op, const char *record, const char *size) {
   if (index < 0 || index >= NUM_SPECS) return 0;
   const bench_spec *s = &specs[index];
   if ((op && strcmp(op, s->op)) || (record && *s->record && strcmp(record, s->record)) ||
       (record && !*s->record) || (size && strcmp(size, s->size)))
     return -1;
+  return 1;
+}
+
+int bench_case_make(int index, const char *op, const char *record, const char *size, bench_case *c) {
+  const int m = bench_case_matches(index, op, record, size);
+  if (m != 1) return m;
+  const bench_spec *s = &specs[index];
   memset(c, 0, sizeof *c);
   c->op = s->op, c->record = s->record, c->size = s->size;
   rng_state = 0x9E3779B97F4A7C15ull ^ (uint64_t)index; /* the same inputs every run */

@@ -44,6 +44,9 @@ typedef struct {
  * when it matches the filters (NULL = any; size: decode, prefill, large).
  * Returns 1 and fills *c (inputs allocated) when it matches, -1 when it does
  * not, 0 past the end, -2 out of memory. */
+/* Whether configuration `index` passes the filters, without building it:
+ * 1 yes, -1 no, 0 past the end. */
+int bench_case_matches(int index, const char *op, const char *record, const char *size);
 int bench_case_make(int index, const char *op, const char *record, const char *size, bench_case *c);
 void bench_case_free(bench_case *c);
 

@@ -99,9 +99,9 @@ static int stage(bench_case *c, staging *s) {
     DLTensor *t = &c->t[i];
     size_t n = (size_t)(t->dtype.bits / 8);
     for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
-    s->dev[s->n] = devmem_alloc(n);
-    if (!s->dev[s->n] || devmem_upload(s->dev[s->n], t->data, n)) return -1;
-    t->data = s->dev[s->n++];
+    if (!(s->dev[s->n] = devmem_alloc(n))) return -1;
+    if (devmem_upload(s->dev[s->n++], t->data, n)) return -1; /* unstage frees it */
+    t->data = s->dev[s->n - 1];
     t->device = (DLDevice){kDLCUDA, 0};
   }
   return devmem_sync();
@@ -141,11 +141,12 @@ static int floor_call(gpu_call *g) {
  * the median wall time of the call. */
 static double eager_us(gpu_call *g, int (*call)(gpu_call *), void *flush, const bench_opts *o, int *runs,
                        double *host_us) {
-  double t[BENCH_MAX_RUNS], h[BENCH_MAX_RUNS], spent = 0, t0 = wall();
+  double t[BENCH_MAX_RUNS], h[BENCH_MAX_RUNS], spent = 0;
   int n = 0;
   for (int i = 0; i < WARMUP_CALLS; i++)
     if (call(g)) return -1;
   if (devmem_sync()) return -1;
+  const double t0 = wall(); /* --min-seconds counts the timed runs only */
   while (n < BENCH_MAX_RUNS && (n < o->min_runs || spent < o->min_seconds)) {
     if (devmem_fill(flush, n & 0xFF, FLUSH_BYTES) || devmem_sync() || devmem_mark(0)) return -1;
     const double h0 = wall();
@@ -274,10 +275,12 @@ static void measure_floors(const bench_opts *o, void *flush, cJSON *floor, doubl
 
 int bench_gpu(const bench_opts *o, cJSON *root) {
   if (!dsv4kv_backend_available(kDLCUDA)) {
-    fprintf(stderr, "dsv4kv bench: --device cuda: %s\n", dsv4kv_backend_unavailable_reason(kDLCUDA));
-    return 1;
+    fprintf(stderr, "dsv4kv bench: --device cuda: %s; run with --device cpu\n",
+            dsv4kv_backend_unavailable_reason(kDLCUDA));
+    return 2;
   }
-  if (!devmem_available()) return fprintf(stderr, "dsv4kv bench: --device cuda: %s\n", devmem_error()), 1;
+  if (!devmem_available())
+    return fprintf(stderr, "dsv4kv bench: --device cuda: %s; run with --device cpu\n", devmem_error()), 2;
   char dev[256];
   devmem_describe(dev, sizeof dev);
   void *flush = devmem_alloc(FLUSH_BYTES), *report = o->report ? devmem_alloc(sizeof(dsv4kv_report)) : NULL;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # dsv4kv bench as a user runs it: decode-size configurations with one run
 # each (quick), the JSON's fields, the usage errors; --device cuda timed on a
-# machine with a GPU, refused with status 1 and a message elsewhere.
+# machine with a GPU, refused with status 2 and a message elsewhere.
 #   bench_cli.sh DSV4KV_BINARY
 set -u
 bin=$1
@@ -30,7 +30,7 @@ PY
 "$bin" bench --op gather --record nvfp4 --sizes decode --min-runs 1 --min-seconds 0 >"$work/out" 2>&1 ||
   fail "a filtered run"
 [ "$(grep -c '^gather_' "$work/out")" -eq 1 ] || fail "--op gather --record nvfp4 --sizes decode: not one config"
-# --device cuda: timed where a GPU runs the backend, else a clear refusal (1)
+# --device cuda: timed where a GPU runs the backend, else a clear refusal (2)
 "$bin" bench --device cuda --op combine --sizes decode --min-runs 2 --min-seconds 0 --json "$work/g.json" \
   >"$work/out" 2>"$work/err"
 rc=$?
@@ -46,10 +46,31 @@ for r in d["results"]:
 assert len(d["results"]) == 2, len(d["results"])
 PY
 else
-  [ $rc -eq 1 ] || fail "bench --device cuda without a GPU: exit status $rc, not 1"
+  [ $rc -eq 2 ] || fail "bench --device cuda without a GPU: exit status $rc, not 2"
   grep -q "cuda" "$work/err" || fail "bench --device cuda without a GPU: no message naming CUDA"
 fi
-for bad in "--device tpu" "--report" "--threads 0" "--min-runs x" "--op nope" "--sizes huge" "stray"; do
+# options in any order; the JSON alone on stdout with --json -
+"$bin" bench --threads 1 --op combine --sizes decode --min-seconds 0 --min-runs 1 >/dev/null 2>"$work/err" ||
+  fail "--threads before --min-runs ($(cat "$work/err"))"
+"$bin" bench --op combine --sizes decode --min-runs 1 --min-seconds 0 --json - 2>/dev/null >"$work/stdout.json" ||
+  fail "--json -"
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$work/stdout.json" || fail "--json -: stdout is not JSON alone"
+# --from-json: a hostile file draws nothing it should not (no gnuplot command of its text runs)
+if command -v gnuplot >/dev/null 2>&1; then
+  python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+json.dump({"copy_gbps": 10, "device": "cpu", "cpu_path": "`touch %s/pwned1`" % w,
+           "results": [{"op": "a\n!touch %s/pwned2 #" % w, "record": "b';system('touch %s/pwned3')#" % w,
+                        "tokens": 64, "gbps": 1}]}, open(w + "/evil.json", "w"))
+PY
+  "$bin" bench --from-json "$work/evil.json" --plot "$work/evil.png" >/dev/null 2>&1
+  ls "$work"/pwned* >/dev/null 2>&1 && fail "--from-json: a command in the JSON ran"
+  [ -s "$work/evil.png" ] || fail "--from-json: the hostile file's plot was not drawn"
+fi
+for bad in "--device tpu" "--report" "--threads 0" "--threads 4294967297" "--min-runs 1x" "--min-seconds 1e999" \
+  "--op nope" "--sizes huge" "stray" "--op insert --record fp8" "--from-json $work/b.json" \
+  "--from-json $work/b.json --op gather --plot $work/x.png" "--plot $work/x.pdf"; do
   # shellcheck disable=SC2086
   "$bin" bench --sizes decode --min-runs 1 --min-seconds 0 $bad >/dev/null 2>"$work/err"
   [ $? -eq 2 ] || fail "bench $bad: exit status not 2"
