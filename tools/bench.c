@@ -108,13 +108,14 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: dsv4kv bench [--device cpu|cuda] [--op OP] [--record REC] [--sizes decode|prefill|large|all]\n"
           "                    [--threads N] [--min-runs N] [--min-seconds S] [--report] [--json FILE] [--plot FILE]\n"
+          "       dsv4kv bench --from-json FILE --plot FILE\n"
           "\n"
           "Times every op and record at the reference's anchor configurations (e.g.\n"
           "'insert_v4 N=4096', 'gather_mxfp8 64x16384').  GB/s counts the compulsory bytes\n"
           "read + written, as the anchor does, beside a copy measured in the same run.\n"
           "  cpu:  one warm-up call, then the median of at least --min-runs runs (default 5)\n"
           "        and of at least --min-seconds (default 0.2); the ceiling is a memcpy of\n"
-          "        256 MiB with the same threads.\n"
+          "        256 MiB with the same threads (sizes that stay in the caches can pass it).\n"
           "  cuda: device 0.  eager = one call between CUDA events, stream idle and L2\n"
           "        flushed before it (host side of the call included); graph = the call\n"
           "        captured n times in a CUDA graph, replayed, divided by n; medians after\n"
@@ -124,8 +125,12 @@ static void usage(FILE *f) {
           "\n"
           "  --op OP        insert, gather, global_topk, combine, flashinfer, indexer (default all)\n"
           "  --record REC   v4, mxfp8, nvfp4 (inserts, gathers), fp8, mxfp4 (indexer)\n"
-          "  --sizes S      decode (64-256 tokens), prefill (4096-16384), large (65536+), all (default)\n"
+          "  --sizes S      decode (64-256 tokens; gathers 64 requests x 256), prefill (4096-16384),\n"
+          "                 large (65536+ tokens; gathers 8 x 8192, 64 x 16384), all (default)\n"
           "  --threads N    CPU threads per call and for the memcpy (default: the processors)\n"
+          "  --min-runs N   timed runs at least (1..200; default 5, cuda 20); --min-seconds S (0..60, 0.2)\n"
+          "                 keeps timing until S seconds are spent, up to 200 runs\n"
+          "  --device D     cpu (default) or cuda (device 0)\n"
           "  --report       cuda: give every call a device report (skip counts) as an engine may\n"
           "  --json FILE    the table as JSON;  --plot FILE  GB/s against size (.png or .svg, gnuplot)\n"
           "  --from-json F  no timing: --plot the results of an earlier --json F\n"
@@ -304,9 +309,9 @@ static int write_json(cJSON *root, const char *path) {
 static int draw(cJSON *root, const char *path, int cuda) {
   const double ceiling = cJSON_GetObjectItem(root, "copy_gbps")->valuedouble;
   char title[256];
-  snprintf(title, sizeof title, "dsv4kv bench, %s (%s)\n%s; dashed: the copy ceiling of the same run",
+  snprintf(title, sizeof title, "dsv4kv bench, %s (%s)\n%s, dashed: the copy ceiling of the same run",
            cuda ? "CUDA" : "CPU", bench_json_str(root, cuda ? "gpu" : "cpu_path"),
-           cuda ? "GB/s of CUDA-graph replay; open circles: the reference on the same GPU kind (graph)"
+           cuda ? "GB/s of CUDA-graph replay, open circles: the reference on the same GPU kind (graph)"
                 : "GB/s of the median call");
   const int rc = bench_plot(path, cJSON_GetObjectItem(root, "results"), cuda ? "gbps_graph" : "gbps",
                             cuda ? "ref_gbps_graph" : NULL, ceiling, title);
