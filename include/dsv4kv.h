@@ -319,7 +319,11 @@ DSV4KV_API size_t dsv4kv_struct_size(const char *name);
  *
  * Writes only the records of the slots named (and, for V4, the token's 8
  * scale bytes).  When two rows name one slot, the later row wins, whatever the
- * thread count.
+ * thread count.  On CUDA, a call of more than 1024 rows finds duplicates by
+ * marking the named records first (two small kernels); that needs k_cache's
+ * data and page stride to be multiples of 4 bytes, else (and past 2^24 rows)
+ * each row scans the later rows' slots, O(T^2): keep caches aligned (any
+ * framework allocation is).  k and slot_mapping must not lie inside k_cache.
  * Returns DSV4KV_OK, DSV4KV_WARN_SKIPPED, DSV4KV_WARN_NONFINITE (when asked)
  * or an argument error (NULL, DTYPE, RANK, SHAPE, STRIDE, VALUE, FORMAT,
  * DEVICE, BACKEND_NOT_BUILT). */
@@ -483,7 +487,8 @@ DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4
  * rstd is the correctly rounded 1/sqrt (NUMERICS §10), so about 2 rows in
  * 100,000 may differ from the GPU reference by one code step.  Skipped and
  * counted: a slot < -1 or past the cache; a negative position or a RoPE row
- * past cos_sin_cache. */
+ * past cos_sin_cache.  Rows naming one slot: the later writing row wins (on
+ * CUDA with the insert's alignment condition for calls past 1024 rows). */
 DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTensor *positions,
                                                const DLTensor *cos_sin_cache,
                                                const DLTensor *rms_norm_weight, float eps,

@@ -248,7 +248,10 @@ static __device__ __forceinline__ int later_row_writes_slot(int mode, const int6
  * scale word is at w (read past L1: the marks were written by the kernels
  * before). */
 static __device__ __forceinline__ int mark_is_mine(ddedup d, const uint8_t *w, int64_t t) {
-  return __ldcg((const unsigned int *)w) == (d.tag | (uint32_t)(t + 1) << d.shift);
+  /* one lane reads, the warp agrees: no lane can see the winner's later store */
+  unsigned int v = lane_id() == 0 ? __ldcg((const unsigned int *)w) : 0u;
+  v = __shfl_sync(FULL_MASK, v, 0);
+  return v == (d.tag | (uint32_t)(t + 1) << d.shift);
 }
 
 /* The parameters of mark_reset / mark_max (backend_cuda.cu). */
