@@ -21,11 +21,52 @@ static inline int64_t tv_i64_1(const tview *v, int64_t i) {
 static inline int tv_bool_1(const tview *v, int64_t i) {
   return v->data[i * v->stride[0]] != 0;
 }
-/* Threads for a parallel region over `items` units of about equal cost: one
- * thread per `grain` items at most, so a small call stays on the calling
- * thread (waking a team costs more than it saves, and on a loaded machine
- * far more), and never more than the processors. */
-int cpu_threads(const exec_opts *o, int64_t items, int64_t grain);
+/* Threads (src/cpu/pool.c, where the choice is explained): a job runs
+ * fn(ctx, t, nt) for t = 0 .. nt-1, thread 0 being the caller; the pool never
+ * spins.  cpu_run returns the team size it used (1 when nt <= 1 or another
+ * caller holds the pool); kernels must give the same bytes for every nt. */
+typedef void (*cpu_task_fn)(void *ctx, int t, int nt);
+int cpu_run(int nt, cpu_task_fn fn, void *ctx);
+
+/* Below this single-thread estimate a call stays on the calling thread: a
+ * sleeping worker takes ~60-100 us to wake on this kind of machine, so a
+ * second thread gains only on calls several times that long. */
+#define CPU_PARALLEL_MIN_NS 200000.0
+/* Threads for a call whose single-thread time is estimated at est_ns: 1
+ * below CPU_PARALLEL_MIN_NS, else one per half of it, at most the requested
+ * threads (o->num_threads, else omp_get_max_threads()) and the processors. */
+int cpu_team(const exec_opts *o, double est_ns);
+
+/* Work handed out in chunks of `chunk` items from [0, n): each thread takes
+ * the next chunk when done with its last (one thread's chunks come in
+ * increasing order). */
+#include <stdatomic.h>
+typedef struct {
+  _Atomic int64_t next;
+  int64_t n, chunk;
+} cpu_chunks;
+static inline void cpu_chunks_init(cpu_chunks *c, int64_t n, int64_t chunk) {
+  atomic_init(&c->next, 0);
+  c->n = n, c->chunk = chunk < 1 ? 1 : chunk;
+}
+/* The next chunk [*lo, *hi); 0 when none is left. */
+int cpu_chunk_next(cpu_chunks *c, int64_t *lo, int64_t *hi);
+
+/* The writers' rows (insert, indexer store), rows of one page on one thread
+ * in row order, so when two rows name one slot the later wins whatever the
+ * team (src/cpu/paged_rows.c).  bad_slot is called for every row whose slot
+ * is neither -1 nor in [0, num_slots), on the calling thread; row for every
+ * other row with slot != -1, and returns a count the driver sums. */
+typedef struct {
+  const tview *slots;
+  int64_t T, bs, num_slots;
+  void (*bad_slot)(void *ctx, int64_t t, int64_t slot);
+  int64_t (*row)(void *ctx, int64_t t, int64_t slot);
+  void *ctx;
+} cpu_paged_rows;
+/* Runs them on nt threads; *sum = the rows' counts.  DSV4KV_ERR_ALLOC when
+ * the row order cannot be allocated (nothing written then). */
+dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum);
 
 /* Adds n skipped entries to the report, keeping the values of the entry with
  * the lowest key (so the message is the same at any thread count).  Kernels
