@@ -34,8 +34,8 @@ static int64_t insert_row(void *vctx, int64_t t, int64_t slot) {
 /* Single-thread nanoseconds a row costs, roughly (bench, this workplace's
  * Xeon): what cpu_team weighs against a worker's wake-up. */
 static double row_ns(dsv4kv_record rec, int simd) {
-  if (rec == DSV4KV_RECORD_NVFP4) return simd ? 400 : 7000;
-  return simd ? 300 : 1000;
+  if (rec == DSV4KV_RECORD_NVFP4) return simd ? 150 : 7000;
+  return simd ? 250 : 1000;
 }
 
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r) {

@@ -3,8 +3,8 @@
  * then meet on one thread in row order and the later one wins, as in a
  * sequential loop, whatever the team and however the chunks fall.
  *
- * With more than one thread the pages are spread over B buckets (page % B,
- * B = 16 per thread): one counting pass over the slots on the calling
+ * With more than one thread, or BUCKETED_MIN_ROWS rows or more, the pages
+ * are spread over B buckets (page % B, B = 16 per thread, at least 32): one counting pass over the slots on the calling
  * thread, a stable scatter of the row numbers, then the threads take whole
  * buckets from a shared counter.  Sixteen buckets a thread let one that
  * another process delays hand most of its share to the others (static page
@@ -14,7 +14,12 @@
 
 #include "cpu/cpu.h"
 
-enum { BUCKETS_PER_THREAD = 16, MAX_BUCKETS = 1024 };
+/* Rows from which even one thread takes the bucketed order: measured on
+ * this workplace's Xeon (bench, page-shuffled slots, 1 thread, 64k-512k
+ * rows), row order ran V4 inserts at 3.3 GB/s and MXFP8 at 1.6, the
+ * bucketed order at 4.6 and 4.2 (NVFP4 5.6-6.1 / 5.8-6.4); not understood
+ * (no hardware counters in this VM); at 4096 rows 4.2 / 4.4. */
+enum { BUCKETS_PER_THREAD = 16, MAX_BUCKETS = 1024, BUCKETED_MIN_ROWS = 1024 };
 
 typedef struct {
   const cpu_paged_rows *p;
@@ -42,7 +47,7 @@ static int is_bad(const cpu_paged_rows *p, int64_t slot) { return slot != -1 && 
 
 dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
   *sum = 0;
-  if (nt <= 1) {
+  if (nt <= 1 && p->T < BUCKETED_MIN_ROWS) {
     for (int64_t t = 0; t < p->T; t++) {
       const int64_t slot = tv_i64_1(p->slots, t);
       if (slot == -1) continue;
@@ -53,7 +58,7 @@ dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
     }
     return DSV4KV_OK;
   }
-  int64_t B = (int64_t)nt * BUCKETS_PER_THREAD;
+  int64_t B = (int64_t)(nt < 2 ? 2 : nt) * BUCKETS_PER_THREAD;
   if (B > MAX_BUCKETS) B = MAX_BUCKETS;
   int64_t start[MAX_BUCKETS + 1] = {0};
   uint16_t *bucket = malloc((size_t)p->T * sizeof *bucket + 1);
