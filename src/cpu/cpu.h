@@ -91,6 +91,16 @@ void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, c
  * written) for the others, which take the scalar code. */
 int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
 
+/* The index builders on that path (src/cpu/index_avx512.c): one row,
+ * byte-identical to the scalar row; 0 when the scalar row must write it
+ * (a skip to note), having maybe written some of it.  The _ok checks are the
+ * preconditions of a whole call (power-of-two pages of 2^shift tokens, rows
+ * contiguous, table offsets in int32). */
+int global_topk_row_avx512(const global_topk_args *a, int64_t t, int shift);
+int flashinfer_row_avx512(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift);
+int index_avx512_ok_topk(const global_topk_args *a, int shift);
+int index_avx512_ok_flashinfer(const flashinfer_args *a, int swa_shift, int c_shift);
+
 /* The operations of the CPU backend table (src/cpu/<op>_cpu.c). */
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r);
 dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r);
