@@ -101,6 +101,17 @@ int flashinfer_row_avx512(const flashinfer_args *a, int64_t t, int swa_shift, in
 int index_avx512_ok_topk(const global_topk_args *a, int shift);
 int index_avx512_ok_flashinfer(const flashinfer_args *a, int swa_shift, int c_shift);
 
+/* The indexer store on that path (src/cpu/indexer_avx512.c): the row's sum
+ * of squares (indexer_sum_squares_ref's value), and RMSNorm + RoPE + the FP8
+ * / MXFP4 quantizer (indexer_norm_rope_ref then indexer_fp8_quant_ref /
+ * indexer_mxfp4_quant_ref's bytes); we / wo: the weight's even / odd dims,
+ * cos_sin[64] as indexer_norm_rope_ref's. */
+float indexer_sum_squares_avx512(const uint16_t *k);
+void indexer_fp8_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                        int fnuz, uint8_t *codes, float *scale, uint8_t *ue);
+void indexer_mxfp4_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                          uint8_t *packed, uint8_t *scales);
+
 /* The operations of the CPU backend table (src/cpu/<op>_cpu.c). */
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r);
 dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r);

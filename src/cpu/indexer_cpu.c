@@ -12,10 +12,9 @@ static inline float load_f(const tview *v, dt_kind dt, int64_t off_elems) {
                       : bf16_to_f32(*(const uint16_t *)(v->data + off_elems * 2));
 }
 
-static void store_fp8(const cache_view *c, uint8_t *page, int64_t p, const float *r) {
-  uint8_t codes[INDEXER_DIM], ue;
-  float scale;
-  indexer_fp8_quant_ref(r, c->fp8 == DSV4KV_FP8_FNUZ, codes, &scale, &ue);
+/* Places a row's FP8 codes and scale into its page (tiled or linear; the
+ * scale as 4 UE8M0 copies with MX_SCALE, else the fp32 2^e). */
+static void place_fp8(const cache_view *c, uint8_t *page, int64_t p, const uint8_t *codes, float scale, uint8_t ue) {
   if (c->flags & DSV4KV_CACHE_TILED)
     for (int d = 0; d < INDEXER_DIM; d++) page[idx_tiled_off(p, d)] = codes[d];
   else
@@ -33,7 +32,9 @@ typedef struct {
   const indexer_args *a;
   const exec_opts *o;
   dsv4kv_report *rep;
+  int simd; /* the avx512 path (src/cpu/indexer_avx512.c) */
   float weight[INDEXER_DIM];
+  float we[INDEXER_DIM / 2], wo[INDEXER_DIM / 2]; /* the weight's even / odd dims, for that path */
 } indexer_job;
 
 static void indexer_bad_slot(void *vctx, int64_t t, int64_t slot) {
@@ -60,7 +61,8 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
   }
   const uint16_t *k = (const uint16_t *)(a->k_pre.data + t * a->k_pre.stride[0] * 2);
   int norm_bad;
-  const float rstd = indexer_rstd_ref(k, a->eps, &norm_bad);
+  const float rstd = j->simd ? indexer_rstd_of_sum(indexer_sum_squares_avx512(k), a->eps, &norm_bad)
+                             : indexer_rstd_ref(k, a->eps, &norm_bad);
   /* Counted for every row that reaches the store, also one a later row
    * overwrites.  The norm counts once when it alone is non-finite (SPEC §7). */
   int64_t nonfinite = 0;
@@ -71,27 +73,38 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
   float cos_sin[INDEXER_DIM - INDEXER_ROPE_FROM], r[INDEXER_DIM];
   const int64_t row = cp * a->cos_sin.stride[0];
   for (int i = 0; i < INDEXER_DIM - INDEXER_ROPE_FROM; i++) cos_sin[i] = load_f(&a->cos_sin, a->cos_sin_dt, row + i);
-  indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
   uint8_t *page = c->base + (slot / bs) * c->page_stride;
-  switch (c->record) {
-    case DSV4KV_RECORD_INDEXER_FP8: store_fp8(c, page, slot % bs, r); break;
-    case DSV4KV_RECORD_INDEXER_MXFP4:
-      indexer_mxfp4_quant_ref(r, page + record_values_off(&c->layout, bs, slot % bs),
-                              page + record_scales_off(&c->layout, bs, slot % bs));
-      break;
-    case DSV4KV_RECORD_V4:
-    case DSV4KV_RECORD_MXFP8:
-    case DSV4KV_RECORD_NVFP4: break; /* refused by the checks (src/ops/indexer.c) */
+  const int64_t p = slot % bs;
+  const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
+  if (c->record == DSV4KV_RECORD_INDEXER_FP8) {
+    uint8_t codes[INDEXER_DIM], ue;
+    float scale;
+    if (j->simd) {
+      indexer_fp8_avx512(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue);
+    } else {
+      indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
+      indexer_fp8_quant_ref(r, fnuz, codes, &scale, &ue);
+    }
+    place_fp8(c, page, p, codes, scale, ue);
+  } else if (c->record == DSV4KV_RECORD_INDEXER_MXFP4) { /* the others are refused by src/ops/indexer.c */
+    uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
+    if (j->simd) {
+      indexer_mxfp4_avx512(k, j->we, j->wo, cos_sin, rstd, values, scales);
+    } else {
+      indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
+      indexer_mxfp4_quant_ref(r, values, scales);
+    }
   }
   return nonfinite;
 }
 
 dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *rep) {
   const cache_view *c = &a->cache;
-  indexer_job j = {a, o, rep, {0}};
+  indexer_job j = {a, o, rep, cpu_path_now() == CPU_PATH_AVX512, {0}, {0}, {0}};
   for (int d = 0; d < INDEXER_DIM; d++) j.weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
-  /* ~1 us a row on one thread (FP8; MXFP4 ~1.8): see cpu_team */
-  const double row_ns = c->record == DSV4KV_RECORD_INDEXER_MXFP4 ? 1800 : 1000;
+  for (int i = 0; i < INDEXER_DIM / 2; i++) j.we[i] = j.weight[2 * i], j.wo[i] = j.weight[2 * i + 1];
+  /* ~1 us a row on one thread (FP8; MXFP4 ~1.8; avx512 ~0.15): see cpu_team */
+  const double row_ns = j.simd ? 150 : c->record == DSV4KV_RECORD_INDEXER_MXFP4 ? 1800 : 1000;
   const int nt = cpu_team(o, (double)a->T * row_ns / (a->compress_ratio > 0 ? a->compress_ratio : 1));
   /* Threads own pages (as the insert's): the rows of one slot meet on one
    * thread in row order, so the last writing row wins whatever the team. */
