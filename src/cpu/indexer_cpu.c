@@ -70,9 +70,13 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
     int64_t in = count_nonfinite_bf16(k, INDEXER_DIM);
     nonfinite = in + (in == 0 && norm_bad);
   }
-  float cos_sin[INDEXER_DIM - INDEXER_ROPE_FROM], r[INDEXER_DIM];
+  float cs_buf[INDEXER_DIM - INDEXER_ROPE_FROM], r[INDEXER_DIM];
   const int64_t row = cp * a->cos_sin.stride[0];
-  for (int i = 0; i < INDEXER_DIM - INDEXER_ROPE_FROM; i++) cos_sin[i] = load_f(&a->cos_sin, a->cos_sin_dt, row + i);
+  const float *cos_sin = (const float *)(a->cos_sin.data + row * 4); /* last dim contiguous (src/ops/indexer.c) */
+  if (a->cos_sin_dt != DT_F32) {
+    for (int i = 0; i < INDEXER_DIM - INDEXER_ROPE_FROM; i++) cs_buf[i] = load_f(&a->cos_sin, a->cos_sin_dt, row + i);
+    cos_sin = cs_buf;
+  }
   uint8_t *page = c->base + (slot / bs) * c->page_stride;
   const int64_t p = slot % bs;
   const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
