@@ -80,7 +80,7 @@ void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, in
 typedef enum { CPU_PATH_SCALAR = 0, CPU_PATH_AVX512 = 1 } cpu_path_kind;
 cpu_path_kind cpu_path_now(void);
 
-/* AVX-512 (F, BW, VL) + F16C path (src/cpu/gather_avx512.c): whether the
+/* AVX-512 (F, BW, VL) + F16C + FMA path (src/cpu/gather_avx512.c): whether the
  * processor and OS run it, and the gather's record dequantization
  * (record_dequant_ref's bytes, main-cache records). */
 int cpu_avx512_supported(void);
