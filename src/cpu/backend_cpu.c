@@ -34,7 +34,9 @@ static const struct {
   const char *name;
   cpu_path_kind kind;
   int (*supported)(void);
-} all_paths[] = {{"scalar", CPU_PATH_SCALAR, NULL}, {"avx512", CPU_PATH_AVX512, cpu_avx512_supported}};
+} all_paths[] = {{"scalar", CPU_PATH_SCALAR, NULL},
+                 {"avx2", CPU_PATH_AVX2, cpu_avx2_supported},
+                 {"avx512", CPU_PATH_AVX512, cpu_avx512_supported}};
 enum { MAX_CPU_PATHS = sizeof all_paths / sizeof all_paths[0] };
 static int runnable[MAX_CPU_PATHS], num_runnable = -1; /* indexes into all_paths */
 static int cpu_path = -1;                               /* index into runnable; -1: not chosen yet */

@@ -77,7 +77,7 @@ void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, in
 
 /* The kernel path calls use now (dsv4kv_cpu_path_*; backend_cpu.c): the
  * scalar reference, or a SIMD path the processor runs. */
-typedef enum { CPU_PATH_SCALAR = 0, CPU_PATH_AVX512 = 1 } cpu_path_kind;
+typedef enum { CPU_PATH_SCALAR = 0, CPU_PATH_AVX512 = 1, CPU_PATH_AVX2 = 2 } cpu_path_kind;
 cpu_path_kind cpu_path_now(void);
 
 /* AVX-512 (F, BW, VL) + F16C + FMA path (src/cpu/gather_avx512.c): whether the
@@ -90,6 +90,13 @@ void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, c
  * record_quant_ref's bytes for V4 and MXFP8 records; returns 0 (nothing
  * written) for the others, which take the scalar code. */
 int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
+
+/* AVX2 + F16C + FMA path (src/cpu/gather_avx2.c), for processors without
+ * AVX-512: whether the processor runs it, and the gather's record
+ * dequantization (record_dequant_ref's bytes); the other ops run the scalar
+ * code on it. */
+int cpu_avx2_supported(void);
+void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out);
 
 /* The index builders on that path (src/cpu/index_avx512.c): one row,
  * byte-identical to the scalar row; 0 when the scalar row must write it
