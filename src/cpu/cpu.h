@@ -93,10 +93,12 @@ int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t 
 
 /* AVX2 + F16C + FMA path (src/cpu/gather_avx2.c), for processors without
  * AVX-512: whether the processor runs it, and the gather's record
- * dequantization (record_dequant_ref's bytes); the other ops run the scalar
- * code on it. */
+ * dequantization (record_dequant_ref's bytes). */
 int cpu_avx2_supported(void);
 void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out);
+/* The V4 / MXFP8 inserts on that path (src/cpu/insert_avx2.c): returns 0
+ * (nothing written) for the other records, which take the scalar code. */
+int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
 
 /* The index builders on that path (src/cpu/index_avx512.c): one row,
  * byte-identical to the scalar row; 0 when the scalar row must write it

@@ -8,7 +8,8 @@ typedef struct {
   const insert_args *a;
   const exec_opts *o;
   dsv4kv_report *r;
-  int fnuz, simd;
+  int fnuz;
+  cpu_path_kind path;
 } insert_job;
 
 static void insert_bad_slot(void *vctx, int64_t t, int64_t slot) {
@@ -26,22 +27,24 @@ static int64_t insert_row(void *vctx, int64_t t, int64_t slot) {
   const uint16_t *x = (const uint16_t *)(j->a->k.data + t * j->a->k.stride[0] * 2);
   uint8_t *page = c->base + pg * c->page_stride;
   uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
-  if (!(j->simd && record_quant_avx512(c->record, j->fnuz, x, values, scales)))
-    record_quant_ref(c->record, j->fnuz, x, values, scales);
+  const int done = j->path == CPU_PATH_AVX512 ? record_quant_avx512(c->record, j->fnuz, x, values, scales)
+                   : j->path == CPU_PATH_AVX2 ? record_quant_avx2(c->record, j->fnuz, x, values, scales)
+                                              : 0;
+  if (!done) record_quant_ref(c->record, j->fnuz, x, values, scales);
   return j->o->check_nonfinite ? count_nonfinite_bf16(x, HEAD_DIM) : 0;
 }
 
 /* Single-thread nanoseconds a row costs, roughly (bench, this workplace's
  * Xeon): what cpu_team weighs against a worker's wake-up. */
-static double row_ns(dsv4kv_record rec, int simd) {
-  if (rec == DSV4KV_RECORD_NVFP4) return simd ? 150 : 7000;
-  return simd ? 250 : 1000;
+static double row_ns(dsv4kv_record rec, cpu_path_kind path) {
+  if (rec == DSV4KV_RECORD_NVFP4) return path == CPU_PATH_AVX512 ? 150 : 7000;
+  return path == CPU_PATH_AVX512 ? 150 : path == CPU_PATH_AVX2 ? 300 : 1000;
 }
 
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
-  insert_job j = {a, o, r, c->fp8 == DSV4KV_FP8_FNUZ, cpu_path_now() == CPU_PATH_AVX512};
-  const int nt = cpu_team(o, (double)a->T * row_ns(c->record, j.simd));
+  insert_job j = {a, o, r, c->fp8 == DSV4KV_FP8_FNUZ, cpu_path_now()};
+  const int nt = cpu_team(o, (double)a->T * row_ns(c->record, j.path));
   const cpu_paged_rows p = {&a->slots, a->T, c->block_size, c->num_pages * c->block_size, /* no overflow */
                             insert_bad_slot, insert_row, &j};
   int64_t nonfinite = 0;
