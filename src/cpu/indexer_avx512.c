@@ -68,13 +68,37 @@ static AVX512F __m512 amax_acc(__m512 v, __m512 acc) { return _mm512_max_ps(_mm5
 
 AVX512F void indexer_fp8_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
                         int fnuz, uint8_t *codes, float *scale, uint8_t *ue) {
-  __m512 re[4], ro[4], acc = _mm512_setzero_ps();
+  __m512 re[4], ro[4];
   norm_rope(k, we, wo, cos_sin, rstd, re, ro);
-  for (int p = 0; p < 4; p++) acc = amax_acc(ro[p], amax_acc(re[p], acc));
-  const float inv = indexer_fp8_scale_ref(_mm512_reduce_max_ps(acc), fnuz, scale, ue);
+  /* amax as an unsigned max of the magnitudes' bits (the same order, NaN above Inf) */
+  __m512i m = _mm512_setzero_si512();
+  const __m512i mag = _mm512_set1_epi32(0x7FFFFFFF);
+  for (int p = 0; p < 4; p++)
+    m = _mm512_max_epu32(m, _mm512_max_epu32(_mm512_and_si512(_mm512_castps_si512(re[p]), mag),
+                                             _mm512_and_si512(_mm512_castps_si512(ro[p]), mag)));
+  const uint32_t amax_bits = _mm512_reduce_max_epu32(m);
+  const int finite = amax_bits < 0x7F800000u;
+  __m512 acc = _mm512_setzero_ps();
+  if (!finite)
+    for (int p = 0; p < 4; p++) acc = amax_acc(ro[p], amax_acc(re[p], acc));
+  const float inv = indexer_fp8_scale_ref(finite ? f32_from_bits(amax_bits) : _mm512_reduce_max_ps(acc), fnuz, scale, ue);
+  const __m512 vinv = _mm512_set1_ps(inv);
   for (int p = 0; p < 4; p++) {
-    const __m512i c = _mm512_or_si512(fp8_codes32(re[p], inv, fnuz), _mm512_slli_epi32(fp8_codes32(ro[p], inv, fnuz), 8));
-    _mm256_storeu_si256((__m256i *)(codes + 32 * p), _mm512_cvtepi32_epi16(c)); /* even byte, odd byte */
+    __m512i c[2];
+    for (int h = 0; h < 2; h++) {
+      const __m512 x = h ? ro[p] : re[p];
+      if (!finite) { /* NaN -> +max, clamp: the full encoder */
+        c[h] = fp8_codes32(x, inv, fnuz);
+        continue;
+      }
+      /* finite row: |x| * inv <= the max (the scale bounds amax), no clamp */
+      const __m512 y = _mm512_mul_ps(x, vinv);
+      const __m512i mg = fp8_mag_fast(_mm512_abs_ps(y), fnuz);
+      c[h] = _mm512_or_si512(mg, _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(y), 24), _mm512_set1_epi32(0x80)));
+      if (fnuz) c[h] = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(mg, mg), c[h]); /* no negative zero */
+    }
+    const __m512i b = _mm512_or_si512(c[0], _mm512_slli_epi32(c[1], 8));
+    _mm256_storeu_si256((__m256i *)(codes + 32 * p), _mm512_cvtepi32_epi16(b)); /* even byte, odd byte */
   }
 }
 

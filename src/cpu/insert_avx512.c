@@ -45,26 +45,6 @@ static AVX512 void fp8_block_any(const uint16_t *x, int n, int fnuz, uint8_t *co
   for (int i = 0; i < n / 16; i++) _mm_storeu_si128((__m128i *)(codes + 16 * i), fp8_codes(v[i], inv, fnuz));
 }
 
-/* fp8 magnitude codes of |y| <= the quantizer's max (no NaN, no clamp
- * needed: the scale puts amax at or below it), the reference's e4m3
- * encoder: normals round the fp32 bits to 3 mantissa bits and (bits >> 20)
- * is then exponent << 3 | mantissa, less the bias difference; below the
- * smallest normal, steps of 2^(-2-bias) by the add-2^23 rounding (only
- * when a lane is there). */
-static AVX512 __m512i fp8_mag_fast(__m512 a, int fnuz) {
-  __m512i u = _mm512_castps_si512(a);
-  u = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFFF),
-                                           _mm512_and_si512(_mm512_srli_epi32(u, 20), _mm512_set1_epi32(1))));
-  __m512i code = _mm512_sub_epi32(_mm512_srli_epi32(u, 20), _mm512_set1_epi32((127 - (fnuz ? 8 : 7)) << 3));
-  const __mmask16 subn = _mm512_cmp_ps_mask(a, _mm512_set1_ps(fnuz ? 0x1p-7f : 0x1p-6f), _CMP_LT_OQ);
-  if (subn) {
-    const __m512 steps = _mm512_mul_ps(a, _mm512_set1_ps(fnuz ? 0x1p10f : 0x1p9f));
-    const __m512 rounded = _mm512_sub_ps(_mm512_add_ps(steps, _mm512_set1_ps(8388608.0f)), _mm512_set1_ps(8388608.0f));
-    code = _mm512_mask_mov_epi32(code, subn, _mm512_cvttps_epi32(rounded));
-  }
-  return code;
-}
-
 /* One 32-value chunk's codes (natural order) of a finite block: even and
  * odd elements in the lanes of lo / hi, packed as byte pairs. */
 static AVX512 void fp8_chunk_fast(__m512i z, __m512 inv, int fnuz, uint8_t *codes) {
