@@ -10,9 +10,9 @@
 
 #include "run.h"
 
-/* The CPU backend caps a call's threads at the processors (cpu_threads in
- * src/cpu/backend_cpu.c); the simulator runs small calls on one thread when
- * --threads is 0 (step_ops.c). */
+/* The CPU backend caps a call's threads at the processors and keeps calls
+ * too small to gain on one thread (cpu_team in src/cpu/pool.c); the simulator
+ * also runs small calls on one thread when --threads is 0 (step_ops.c). */
 sim_threads sim_threads_of(const sim_config *cfg) {
   sim_threads t;
   t.requested = cfg->threads;

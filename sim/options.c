@@ -12,27 +12,16 @@
 
 #include "sim.h"
 
-/* --threads' default, from measurements of the default workload (200
- * requests) on 2 cores, idle and with `yes > /dev/null` running beside it:
- *
- *                                      idle      busy core
- *   OpenMP team, libgomp default wait  5.4 s     13.3 s   (this 2-core host)
- *   OpenMP team, OMP_WAIT_POLICY=passive 6.0 s    6.9 s
- *   --threads 1                        8.1 s      7.2 s
- *   (2 pinned cores of a 16-core host: 9.1-9.5 / 24.1-24.5, 9.4-9.7 /
- *   11.0-11.1, 11.2-11.7 / 11.6-12.7 s)
- *
- * libgomp's default lets idle team threads spin: with another process busy
- * they steal its core and wait for a descheduled partner, 1.9-2.5x slower
- * than one thread.  Passive waiting removes that and keeps the team's gain.
- * libgomp reads OMP_WAIT_POLICY once, when it is loaded (before main), so a
- * setenv here would be too late: the team is the default only when the
- * process started with OMP_WAIT_POLICY=passive (scripts/main.sh exports it),
- * else one thread. */
-int sim_default_threads(void) {
-  const char *w = getenv("OMP_WAIT_POLICY");
-  return w && !strcasecmp(w, "passive") ? 0 : 1;
-}
+/* --threads' default: 0, the library's own choice.  Measured first with
+ * OpenMP teams (default workload, 200 requests, 2 cores, idle / with
+ * `yes > /dev/null` beside it): libgomp's default wait 5.4 / 13.3 s,
+ * OMP_WAIT_POLICY=passive 6.0 / 6.9 s, --threads 1 8.1 / 7.2 s: spinning
+ * team threads collapsed beside a busy process, so the default was one
+ * thread unless the process started passive.  The CPU backend now runs its
+ * own pool that never spins and keeps small calls on the calling thread
+ * (src/cpu/pool.c): 3.75 / 4.57 s against --threads 1's 4.41 / 4.27 s
+ * (issue 12, this workplace's 2-core Xeon), whatever OMP_WAIT_POLICY says. */
+int sim_default_threads(void) { return 0; }
 
 void sim_config_defaults(sim_config *cfg) {
   memset(cfg, 0, sizeof *cfg);

@@ -60,9 +60,8 @@ typedef struct {
 } sim_config;
 
 /* options.c: the defaults, and their check (0, or -1 with a message on
- * stderr).  sim_default_threads: --threads' default, 0 (OpenMP's team) when
- * the process started with OMP_WAIT_POLICY=passive, else 1 (options.c has
- * the measurements). */
+ * stderr).  sim_default_threads: --threads' default, 0 (the library's
+ * choice; options.c has the measurements). */
 int sim_default_threads(void);
 void sim_config_defaults(sim_config *cfg);
 int sim_config_check(const sim_config *cfg);

@@ -217,7 +217,7 @@ def configure(raise_on_skip=None, check_nonfinite=None, num_threads=None):
     entries (every in-range entry is written before it raises; on CUDA this
     synchronizes the stream after each call); count
     NaN / Inf in the inputs of inserts and the indexer store; CPU threads per
-    call (0 = OpenMP's default).  Arguments left None are unchanged; returns
+    call (0 = the processors; small calls stay on one thread).  Arguments left None are unchanged; returns
     the settings."""
     if num_threads is not None and not 0 <= i32(num_threads, "num_threads") <= 4096:
         raise _lib.DSV4KVValueError("num_threads = %r; must be in [0, 4096]" % (num_threads,), 6)

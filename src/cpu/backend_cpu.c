@@ -1,6 +1,6 @@
-/* The CPU backend's table, its threads, its report lock, and the choice of
+/* The CPU backend's table, its report lock, and the choice of
  * kernel path (the scalar reference, and the SIMD paths the processor runs). */
-#include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,21 +10,11 @@ const backend_ops cpu_backend = {
     "cpu", 0, cpu_insert, cpu_gather, cpu_global_topk, cpu_combine, cpu_flashinfer, cpu_indexer_store,
 };
 
-int cpu_threads(const exec_opts *o, int64_t items, int64_t grain) {
-  /* More threads than processors never helps; a huge request would only make
-   * OpenMP try to create them. */
-  int procs = omp_get_num_procs();
-  int want = o->num_threads > 0 ? o->num_threads : omp_get_max_threads();
-  if (want > procs) want = procs;
-  if (want < 1) want = 1;
-  int64_t n = items / grain;
-  if (n < 1) n = 1;
-  return n < want ? (int)n : want;
-}
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, int64_t v0, int64_t v1,
                 int64_t v2, int64_t v3, int64_t v4, int64_t v5) {
-#pragma omp critical(dsv4kv_report)
+  pthread_mutex_lock(&report_lock);
   {
     r->skipped += n;
     if (key < r->first_key) {
@@ -34,6 +24,7 @@ void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, in
       r->values[3] = v3, r->values[4] = v4, r->values[5] = v5;
     }
   }
+  pthread_mutex_unlock(&report_lock);
 }
 
 /* ---- kernel paths ------------------------------------------------------ */
@@ -43,7 +34,9 @@ static const struct {
   const char *name;
   cpu_path_kind kind;
   int (*supported)(void);
-} all_paths[] = {{"scalar", CPU_PATH_SCALAR, NULL}, {"avx512", CPU_PATH_AVX512, cpu_avx512_supported}};
+} all_paths[] = {{"scalar", CPU_PATH_SCALAR, NULL},
+                 {"avx2", CPU_PATH_AVX2, cpu_avx2_supported},
+                 {"avx512", CPU_PATH_AVX512, cpu_avx512_supported}};
 enum { MAX_CPU_PATHS = sizeof all_paths / sizeof all_paths[0] };
 static int runnable[MAX_CPU_PATHS], num_runnable = -1; /* indexes into all_paths */
 static int cpu_path = -1;                               /* index into runnable; -1: not chosen yet */

@@ -21,11 +21,52 @@ static inline int64_t tv_i64_1(const tview *v, int64_t i) {
 static inline int tv_bool_1(const tview *v, int64_t i) {
   return v->data[i * v->stride[0]] != 0;
 }
-/* Threads for a parallel region over `items` units of about equal cost: one
- * thread per `grain` items at most, so a small call stays on the calling
- * thread (waking a team costs more than it saves, and on a loaded machine
- * far more), and never more than the processors. */
-int cpu_threads(const exec_opts *o, int64_t items, int64_t grain);
+/* Threads (src/cpu/pool.c, where the choice is explained): a job runs
+ * fn(ctx, t, nt) for t = 0 .. nt-1, thread 0 being the caller; the pool never
+ * spins.  cpu_run returns the team size it used (1 when nt <= 1 or another
+ * caller holds the pool); kernels must give the same bytes for every nt. */
+typedef void (*cpu_task_fn)(void *ctx, int t, int nt);
+int cpu_run(int nt, cpu_task_fn fn, void *ctx);
+
+/* Below this single-thread estimate a call stays on the calling thread: a
+ * sleeping worker takes ~60-100 us to wake on this kind of machine, so a
+ * second thread gains only on calls several times that long. */
+#define CPU_PARALLEL_MIN_NS 200000.0
+/* Threads for a call whose single-thread time is estimated at est_ns: 1
+ * below CPU_PARALLEL_MIN_NS, else one per half of it, at most the requested
+ * threads (o->num_threads, else omp_get_max_threads()) and the processors. */
+int cpu_team(const exec_opts *o, double est_ns);
+
+/* Work handed out in chunks of `chunk` items from [0, n): each thread takes
+ * the next chunk when done with its last (one thread's chunks come in
+ * increasing order). */
+#include <stdatomic.h>
+typedef struct {
+  _Atomic int64_t next;
+  int64_t n, chunk;
+} cpu_chunks;
+static inline void cpu_chunks_init(cpu_chunks *c, int64_t n, int64_t chunk) {
+  atomic_init(&c->next, 0);
+  c->n = n, c->chunk = chunk < 1 ? 1 : chunk;
+}
+/* The next chunk [*lo, *hi); 0 when none is left. */
+int cpu_chunk_next(cpu_chunks *c, int64_t *lo, int64_t *hi);
+
+/* The writers' rows (insert, indexer store), rows of one page on one thread
+ * in row order, so when two rows name one slot the later wins whatever the
+ * team (src/cpu/paged_rows.c).  bad_slot is called for every row whose slot
+ * is neither -1 nor in [0, num_slots), on the calling thread; row for every
+ * other row with slot != -1, and returns a count the driver sums. */
+typedef struct {
+  const tview *slots;
+  int64_t T, bs, num_slots;
+  void (*bad_slot)(void *ctx, int64_t t, int64_t slot);
+  int64_t (*row)(void *ctx, int64_t t, int64_t slot);
+  void *ctx;
+} cpu_paged_rows;
+/* Runs them on nt threads; *sum = the rows' counts.  DSV4KV_ERR_ALLOC when
+ * the row order cannot be allocated (nothing written then). */
+dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum);
 
 /* Adds n skipped entries to the report, keeping the values of the entry with
  * the lowest key (so the message is the same at any thread count).  Kernels
@@ -36,10 +77,10 @@ void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, in
 
 /* The kernel path calls use now (dsv4kv_cpu_path_*; backend_cpu.c): the
  * scalar reference, or a SIMD path the processor runs. */
-typedef enum { CPU_PATH_SCALAR = 0, CPU_PATH_AVX512 = 1 } cpu_path_kind;
+typedef enum { CPU_PATH_SCALAR = 0, CPU_PATH_AVX512 = 1, CPU_PATH_AVX2 = 2 } cpu_path_kind;
 cpu_path_kind cpu_path_now(void);
 
-/* AVX-512 (F, BW, VL) + F16C path (src/cpu/gather_avx512.c): whether the
+/* AVX-512 (F, BW, VL) + F16C + FMA path (src/cpu/gather_avx512.c): whether the
  * processor and OS run it, and the gather's record dequantization
  * (record_dequant_ref's bytes, main-cache records). */
 int cpu_avx512_supported(void);
@@ -49,6 +90,36 @@ void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, c
  * record_quant_ref's bytes for V4 and MXFP8 records; returns 0 (nothing
  * written) for the others, which take the scalar code. */
 int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
+
+/* AVX2 + F16C + FMA path (src/cpu/gather_avx2.c), for processors without
+ * AVX-512: whether the processor runs it, and the gather's record
+ * dequantization (record_dequant_ref's bytes). */
+int cpu_avx2_supported(void);
+void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out);
+/* The V4 / MXFP8 inserts on that path (src/cpu/insert_avx2.c): returns 0
+ * (nothing written) for the other records, which take the scalar code. */
+int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
+
+/* The index builders on that path (src/cpu/index_avx512.c): one row,
+ * byte-identical to the scalar row; 0 when the scalar row must write it
+ * (a skip to note), having maybe written some of it.  The _ok checks are the
+ * preconditions of a whole call (power-of-two pages of 2^shift tokens, rows
+ * contiguous, table offsets in int32). */
+int global_topk_row_avx512(const global_topk_args *a, int64_t t, int shift);
+int flashinfer_row_avx512(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift);
+int index_avx512_ok_topk(const global_topk_args *a, int shift);
+int index_avx512_ok_flashinfer(const flashinfer_args *a, int swa_shift, int c_shift);
+
+/* The indexer store on that path (src/cpu/indexer_avx512.c): the row's sum
+ * of squares (indexer_sum_squares_ref's value), and RMSNorm + RoPE + the FP8
+ * / MXFP4 quantizer (indexer_norm_rope_ref then indexer_fp8_quant_ref /
+ * indexer_mxfp4_quant_ref's bytes); we / wo: the weight's even / odd dims,
+ * cos_sin[64] as indexer_norm_rope_ref's. */
+float indexer_sum_squares_avx512(const uint16_t *k);
+void indexer_fp8_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                        int fnuz, uint8_t *codes, float *scale, uint8_t *ue);
+void indexer_mxfp4_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                          uint8_t *packed, uint8_t *scales);
 
 /* The operations of the CPU backend table (src/cpu/<op>_cpu.c). */
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r);

@@ -1,7 +1,6 @@
-/* CPU indexer_k_norm_rope_store (SPEC §6): one token per iteration, OpenMP
- * over tokens; RMSNorm + RoPE and the quantizers are the scalar reference
+/* CPU indexer_k_norm_rope_store (SPEC §6): one token per row, the pool
+ * over pages (src/cpu/paged_rows.c); RMSNorm + RoPE and the quantizers are the scalar reference
  * (formats/ref.h), placed into the page by the record table. */
-#include <omp.h>
 #include <stdlib.h>
 
 #include "cpu/cpu.h"
@@ -13,10 +12,9 @@ static inline float load_f(const tview *v, dt_kind dt, int64_t off_elems) {
                       : bf16_to_f32(*(const uint16_t *)(v->data + off_elems * 2));
 }
 
-static void store_fp8(const cache_view *c, uint8_t *page, int64_t p, const float *r) {
-  uint8_t codes[INDEXER_DIM], ue;
-  float scale;
-  indexer_fp8_quant_ref(r, c->fp8 == DSV4KV_FP8_FNUZ, codes, &scale, &ue);
+/* Places a row's FP8 codes and scale into its page (tiled or linear; the
+ * scale as 4 UE8M0 copies with MX_SCALE, else the fp32 2^e). */
+static void place_fp8(const cache_view *c, uint8_t *page, int64_t p, const uint8_t *codes, float scale, uint8_t ue) {
   if (c->flags & DSV4KV_CACHE_TILED)
     for (int d = 0; d < INDEXER_DIM; d++) page[idx_tiled_off(p, d)] = codes[d];
   else
@@ -30,68 +28,94 @@ static void store_fp8(const cache_view *c, uint8_t *page, int64_t p, const float
   }
 }
 
-dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *rep) {
-  const cache_view *c = &a->cache;
-  const int64_t bs = c->block_size;
-  const int64_t num_slots = c->num_pages * bs;
-  const int64_t cs_rows = a->cos_sin.shape[0];
-  const int64_t cr = a->compress_ratio;
+typedef struct {
+  const indexer_args *a;
+  const exec_opts *o;
+  dsv4kv_report *rep;
+  int simd; /* the avx512 path (src/cpu/indexer_avx512.c) */
   float weight[INDEXER_DIM];
-  for (int d = 0; d < INDEXER_DIM; d++) weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
-  const int nt = cpu_threads(o, a->T, 128);
-  int64_t nonfinite = 0;
+  float we[INDEXER_DIM / 2], wo[INDEXER_DIM / 2]; /* the weight's even / odd dims, for that path */
+} indexer_job;
 
-  /* Threads own pages (as the insert's, src/cpu/insert_cpu.c): the rows of
-   * one slot meet on one thread in row order, so the last writing row wins
-   * whatever the thread count. */
-#pragma omp parallel num_threads(nt) if (nt > 1) reduction(+ : nonfinite)
-  {
-    const int64_t me = omp_get_thread_num(), team = omp_get_num_threads();
-    for (int64_t t = 0; t < a->T; t++) {
-      const int64_t slot = tv_i64_1(&a->slots, t);
-      if (slot == -1) continue;
-      if (slot < 0 || slot >= num_slots) {
-        if (me == 0) cpu_note(rep, t, SKIP_SLOT, t, slot, num_slots, 0, 0, 0);
-        continue;
-      }
-      if ((slot / bs) % team != me) continue; /* another thread's page: it checks and counts this row */
-      const int64_t pos = tv_i64_1(&a->positions, t);
-      if (pos < 0) {
-        cpu_note(rep, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
-        continue;
-      }
-      if ((pos % cr) != cr - 1) continue; /* only group-boundary tokens write (pos + 1) % cr == 0 */
-      const int64_t cp = (pos / cr) * cr;
-      if (cp >= cs_rows) {
-        cpu_note(rep, t, SKIP_COS_SIN_ROW, t, pos, cp, cs_rows, 0, 0);
-        continue;
-      }
-      const uint16_t *k = (const uint16_t *)(a->k_pre.data + t * a->k_pre.stride[0] * 2);
-      int norm_bad;
-      const float rstd = indexer_rstd_ref(k, a->eps, &norm_bad);
-      /* Counted for every row that reaches the store, also one a later row
-       * overwrites.  The norm counts once when it alone is non-finite (SPEC §7). */
-      if (o->check_nonfinite) {
-        int64_t in = count_nonfinite_bf16(k, INDEXER_DIM);
-        nonfinite += in + (in == 0 && norm_bad);
-      }
-      float cos_sin[INDEXER_DIM - INDEXER_ROPE_FROM], r[INDEXER_DIM];
-      const int64_t row = cp * a->cos_sin.stride[0];
-      for (int j = 0; j < INDEXER_DIM - INDEXER_ROPE_FROM; j++) cos_sin[j] = load_f(&a->cos_sin, a->cos_sin_dt, row + j);
-      indexer_norm_rope_ref(k, weight, cos_sin, rstd, r);
-      uint8_t *page = c->base + (slot / bs) * c->page_stride;
-      switch (c->record) {
-        case DSV4KV_RECORD_INDEXER_FP8: store_fp8(c, page, slot % bs, r); break;
-        case DSV4KV_RECORD_INDEXER_MXFP4:
-          indexer_mxfp4_quant_ref(r, page + record_values_off(&c->layout, bs, slot % bs),
-                                  page + record_scales_off(&c->layout, bs, slot % bs));
-          break;
-        case DSV4KV_RECORD_V4:
-        case DSV4KV_RECORD_MXFP8:
-        case DSV4KV_RECORD_NVFP4: break; /* refused by the checks (src/ops/indexer.c) */
-      }
+static void indexer_bad_slot(void *vctx, int64_t t, int64_t slot) {
+  const indexer_job *j = vctx;
+  cpu_note(j->rep, t, SKIP_SLOT, t, slot, j->a->cache.num_pages * j->a->cache.block_size, 0, 0, 0);
+}
+
+/* One row with a valid slot; returns its non-finite count (SPEC §7). */
+static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
+  const indexer_job *j = vctx;
+  const indexer_args *a = j->a;
+  const cache_view *c = &a->cache;
+  const int64_t bs = c->block_size, cr = a->compress_ratio;
+  const int64_t pos = tv_i64_1(&a->positions, t);
+  if (pos < 0) {
+    cpu_note(j->rep, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
+    return 0;
+  }
+  if ((pos % cr) != cr - 1) return 0; /* only group-boundary tokens write (pos + 1) % cr == 0 */
+  const int64_t cp = (pos / cr) * cr;
+  if (cp >= a->cos_sin.shape[0]) {
+    cpu_note(j->rep, t, SKIP_COS_SIN_ROW, t, pos, cp, a->cos_sin.shape[0], 0, 0);
+    return 0;
+  }
+  const uint16_t *k = (const uint16_t *)(a->k_pre.data + t * a->k_pre.stride[0] * 2);
+  int norm_bad;
+  const float rstd = j->simd ? indexer_rstd_of_sum(indexer_sum_squares_avx512(k), a->eps, &norm_bad)
+                             : indexer_rstd_ref(k, a->eps, &norm_bad);
+  /* Counted for every row that reaches the store, also one a later row
+   * overwrites.  The norm counts once when it alone is non-finite (SPEC §7). */
+  int64_t nonfinite = 0;
+  if (j->o->check_nonfinite) {
+    int64_t in = count_nonfinite_bf16(k, INDEXER_DIM);
+    nonfinite = in + (in == 0 && norm_bad);
+  }
+  float cs_buf[INDEXER_DIM - INDEXER_ROPE_FROM], r[INDEXER_DIM];
+  const int64_t row = cp * a->cos_sin.stride[0];
+  const float *cos_sin = (const float *)(a->cos_sin.data + row * 4); /* last dim contiguous (src/ops/indexer.c) */
+  if (a->cos_sin_dt != DT_F32) {
+    for (int i = 0; i < INDEXER_DIM - INDEXER_ROPE_FROM; i++) cs_buf[i] = load_f(&a->cos_sin, a->cos_sin_dt, row + i);
+    cos_sin = cs_buf;
+  }
+  uint8_t *page = c->base + (slot / bs) * c->page_stride;
+  const int64_t p = slot % bs;
+  const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
+  if (c->record == DSV4KV_RECORD_INDEXER_FP8) {
+    uint8_t codes[INDEXER_DIM], ue;
+    float scale;
+    if (j->simd) {
+      indexer_fp8_avx512(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue);
+    } else {
+      indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
+      indexer_fp8_quant_ref(r, fnuz, codes, &scale, &ue);
+    }
+    place_fp8(c, page, p, codes, scale, ue);
+  } else if (c->record == DSV4KV_RECORD_INDEXER_MXFP4) { /* the others are refused by src/ops/indexer.c */
+    uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
+    if (j->simd) {
+      indexer_mxfp4_avx512(k, j->we, j->wo, cos_sin, rstd, values, scales);
+    } else {
+      indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
+      indexer_mxfp4_quant_ref(r, values, scales);
     }
   }
+  return nonfinite;
+}
+
+dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *rep) {
+  const cache_view *c = &a->cache;
+  indexer_job j = {a, o, rep, cpu_path_now() == CPU_PATH_AVX512, {0}, {0}, {0}};
+  for (int d = 0; d < INDEXER_DIM; d++) j.weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
+  for (int i = 0; i < INDEXER_DIM / 2; i++) j.we[i] = j.weight[2 * i], j.wo[i] = j.weight[2 * i + 1];
+  /* ~1 us a row on one thread (FP8; MXFP4 ~1.8; avx512 ~0.15): see cpu_team */
+  const double row_ns = j.simd ? 150 : c->record == DSV4KV_RECORD_INDEXER_MXFP4 ? 1800 : 1000;
+  const int nt = cpu_team(o, (double)a->T * row_ns / (a->compress_ratio > 0 ? a->compress_ratio : 1));
+  /* Threads own pages (as the insert's): the rows of one slot meet on one
+   * thread in row order, so the last writing row wins whatever the team. */
+  const cpu_paged_rows p = {&a->slots, a->T, c->block_size, c->num_pages * c->block_size,
+                            indexer_bad_slot, indexer_row, &j};
+  int64_t nonfinite = 0;
+  dsv4kv_status st = cpu_rows_by_page(&p, nt, &nonfinite);
   rep->nonfinite = nonfinite;
-  return DSV4KV_OK;
+  return st;
 }

@@ -5,9 +5,11 @@
  * order, then shuffled so each value meets many block scales), then a gather
  * of every cache byte pattern back (every code at every in-record position,
  * every scale byte); caches and rows must be byte-identical to the scalar
- * path's.  Exit 0 when every path matched, 1 on a difference, 77 when the
+ * path's.  NVFP4 also on every (value, block scale) pair (check_nvfp4_scales).
+ * Exit 0 when every path matched, 1 on a difference, 77 when the
  * processor runs no path but the scalar one.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,71 @@ static int check_exponent_rule(void) {
   return bad != 0;
 }
 
+/* An insert of `rows` rows of k (slots 0..rows-1) on `path`. */
+static int insert_on(const char *path, dsv4kv_record rec, const uint16_t *k, int64_t rows, uint8_t *cache) {
+  if (dsv4kv_cpu_path_select(path) != DSV4KV_OK) return -1;
+  const int64_t pages = (rows + BS - 1) / BS;
+  int64_t ks[2] = {rows, 512}, ss[1] = {rows}, cs[2] = {pages, (int64_t)BS * dsv4kv_record_bytes(rec)};
+  int64_t *slots = malloc((size_t)rows * sizeof *slots);
+  for (int64_t i = 0; i < rows; i++) slots[i] = i;
+  DLTensor tk = {(void *)k, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, ks, NULL, 0};
+  DLTensor ts = {slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ss, NULL, 0};
+  DLTensor tc = {cache, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, cs, NULL, 0};
+  dsv4kv_cache_desc d = {rec, DSV4KV_FP8_OCP, BS, 0, 0};
+  memset(cache, 0xCD, (size_t)(cs[0] * cs[1]));
+  int rc = dsv4kv_is_error(dsv4kv_quantize_and_insert_k_cache(&tk, &tc, &d, &ts, NULL)) ? -1 : 0;
+  free(slots);
+  return rc;
+}
+
+/* NVFP4's codes on every (value, block scale) pair a block can hold: for
+ * every e4m3 scale code an amax reaches (the largest and the smallest bf16
+ * amax of each, and Inf), blocks of that amax and 15 values each, through
+ * every bf16 value whose magnitude is at most the amax (and every NaN). */
+static int check_nvfp4_scales(void) {
+  uint16_t amaxes[600];
+  int na = 0, last = -1;
+  for (uint32_t b = 1; b < 0x7F80; b++) { /* positive finite bf16, increasing */
+    float t = bf16_to_f32((uint16_t)b) * (1.0f / 6.0f);
+    t = t > NVFP4_SCALE_MIN ? t : NVFP4_SCALE_MIN;
+    int sc = e4m3_encode(t < FP8_OCP_MAX ? t : FP8_OCP_MAX);
+    if (sc != last) { /* the first of a new scale, and the previous one's last */
+      if (b > 1) amaxes[na++] = (uint16_t)(b - 1);
+      amaxes[na++] = (uint16_t)b, last = sc;
+    }
+  }
+  amaxes[na++] = 0x7F7F, amaxes[na++] = 0x7F80; /* the largest finite, Inf */
+  int64_t cap = 1 << 16, n = 0; /* values written */
+  uint16_t *k = malloc((size_t)cap * 2);
+  for (int a = 0; a < na; a++) {
+    const float amax = bf16_to_f32(amaxes[a]);
+    for (uint32_t b = 0; b < 0x10000; b++) {
+      const float x = bf16_to_f32((uint16_t)b);
+      if (!(fabsf(x) <= amax) && !isnan(x)) continue;
+      if (n % 16 == 0) {
+        if (n + 16 > cap) k = realloc(k, (size_t)(cap *= 2) * 2);
+        k[n++] = amaxes[a];
+      }
+      k[n++] = (uint16_t)b;
+    }
+    while (n % 16) k[n++] = amaxes[a];
+  }
+  while (n % 512) k[n++] = 0;
+  const int64_t rows = n / 512, pages = (rows + BS - 1) / BS;
+  const size_t cbytes = (size_t)(pages * BS * DSV4KV_NVFP4_BYTES_PER_TOKEN);
+  uint8_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
+  int bad = insert_on("scalar", DSV4KV_RECORD_NVFP4, k, rows, c0) != 0;
+  for (int p = 1; p < dsv4kv_cpu_path_count() && !bad; p++) {
+    bad |= insert_on(dsv4kv_cpu_path_name(p), DSV4KV_RECORD_NVFP4, k, rows, c1) != 0;
+    bad |= memcmp(c0, c1, cbytes) != 0;
+    printf("nvfp4 codes, %d amaxes x every bf16 value below them (%lld blocks), %-8s: %s\n", na,
+           (long long)(n / 16), dsv4kv_cpu_path_name(p), bad ? "DIFFERS" : "identical");
+  }
+  dsv4kv_cpu_path_select(NULL);
+  free(k), free(c0), free(c1);
+  return bad;
+}
+
 int main(void) {
   if (check_exponent_rule()) return 1;
   if (dsv4kv_cpu_path_count() < 2) {
@@ -109,6 +176,7 @@ int main(void) {
   }
   dsv4kv_cpu_path_select(NULL);
   free(k);
+  failed |= check_nvfp4_scales();
   printf("%s\n", failed ? "FAILED" : "every path identical to the scalar one");
   return failed;
 }

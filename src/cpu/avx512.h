@@ -1,0 +1,80 @@
+/* What the AVX-512 kernels (src/cpu/<op>_avx512.c) share: the target
+ * attribute (per function: the library is built for baseline x86-64), bf16
+ * loads and roundings, and the fp8 encoder on 16 lanes.  Include only inside
+ * `#if defined(__x86_64__) && defined(__GNUC__)`. */
+#ifndef DSV4KV_CPU_AVX512_H
+#define DSV4KV_CPU_AVX512_H
+
+#include <immintrin.h>
+
+#include "formats/ref.h"
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+
+static inline AVX512 __m512 bf16x16(const uint16_t *x) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)x)), 16));
+}
+
+/* fp8 codes (one a 32-bit lane) of 16 values y = x * inv, the reference's
+ * fp8_quant_code. */
+static inline AVX512 __m512i fp8_codes32(__m512 x, float inv, int fnuz) {
+  const float max = fnuz ? FP8_FNUZ_MAX : FP8_OCP_MAX;
+  __m512 y = _mm512_mul_ps(x, _mm512_set1_ps(inv));
+  const __mmask16 nan = _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  y = _mm512_mask_mov_ps(y, nan, _mm512_set1_ps(max));
+  y = _mm512_min_ps(_mm512_max_ps(y, _mm512_set1_ps(-max)), _mm512_set1_ps(max)); /* no NaN left */
+  const __m512i bits = _mm512_castps_si512(y);
+  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
+  const __m512 a = _mm512_abs_ps(y);
+  /* below the smallest normal: steps of 2^(-2-bias), rounded to nearest even */
+  const __m512 steps = _mm512_mul_ps(a, _mm512_set1_ps(fnuz ? 0x1p10f : 0x1p9f));
+  const __m512 rounded = _mm512_sub_ps(_mm512_add_ps(steps, _mm512_set1_ps(8388608.0f)), _mm512_set1_ps(8388608.0f));
+  const __m512i sub_code = _mm512_cvttps_epi32(rounded);
+  /* normals: 3 mantissa bits kept, RNE on the fp32 bits, the carry moving into the exponent */
+  __m512i u = _mm512_castps_si512(a);
+  u = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFFF),
+                                           _mm512_and_si512(_mm512_srli_epi32(u, 20), _mm512_set1_epi32(1))));
+  const __m512i ex = _mm512_sub_epi32(_mm512_srli_epi32(u, 23), _mm512_set1_epi32(127 - (fnuz ? 8 : 7)));
+  __m512i norm_code = _mm512_or_si512(_mm512_slli_epi32(ex, 3), _mm512_and_si512(_mm512_srli_epi32(u, 20),
+                                                                                 _mm512_set1_epi32(7)));
+  norm_code = _mm512_min_epi32(norm_code, _mm512_set1_epi32(fnuz ? 0x7F : 0x7E));
+  const __mmask16 subn = _mm512_cmp_ps_mask(a, _mm512_set1_ps(fnuz ? 0x1p-7f : 0x1p-6f), _CMP_LT_OQ);
+  const __m512i mag = _mm512_mask_mov_epi32(norm_code, subn, sub_code);
+  __m512i code = _mm512_or_si512(mag, sign);
+  if (fnuz) /* e4m3fnuz has no negative zero: magnitude 0 is 0x00 */
+    code = _mm512_mask_mov_epi32(code, _mm512_cmpeq_epi32_mask(mag, _mm512_setzero_si512()), _mm512_setzero_si512());
+  return code;
+}
+
+/* fp8 magnitude codes of |y| <= the quantizer's max (no NaN, no clamp
+ * needed: the scale puts amax at or below it), the reference's e4m3
+ * encoder: normals round the fp32 bits to 3 mantissa bits and (bits >> 20)
+ * is then exponent << 3 | mantissa, less the bias difference; below the
+ * smallest normal, steps of 2^(-2-bias) by the add-2^23 rounding (only
+ * when a lane is there). */
+static inline AVX512 __m512i fp8_mag_fast(__m512 a, int fnuz) {
+  __m512i u = _mm512_castps_si512(a);
+  u = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFFF),
+                                           _mm512_and_si512(_mm512_srli_epi32(u, 20), _mm512_set1_epi32(1))));
+  __m512i code = _mm512_sub_epi32(_mm512_srli_epi32(u, 20), _mm512_set1_epi32((127 - (fnuz ? 8 : 7)) << 3));
+  const __mmask16 subn = _mm512_cmp_ps_mask(a, _mm512_set1_ps(fnuz ? 0x1p-7f : 0x1p-6f), _CMP_LT_OQ);
+  if (subn) {
+    const __m512 steps = _mm512_mul_ps(a, _mm512_set1_ps(fnuz ? 0x1p10f : 0x1p9f));
+    const __m512 rounded = _mm512_sub_ps(_mm512_add_ps(steps, _mm512_set1_ps(8388608.0f)), _mm512_set1_ps(8388608.0f));
+    code = _mm512_mask_mov_epi32(code, subn, _mm512_cvttps_epi32(rounded));
+  }
+  return code;
+}
+
+/* bf16_to_f32(f32_to_bf16(x)) on 16 lanes: RNE in integers, every NaN the
+ * canonical 0x7FFF (as f32_to_bf16). */
+static inline AVX512 __m512 round_bf16x16(__m512 f) {
+  const __m512i u = _mm512_castps_si512(f);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
+                               _mm512_set1_epi32((int)0xFFFF0000u));
+  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FFF0000));
+  return _mm512_castsi512_ps(r);
+}
+
+#endif

@@ -1,0 +1,117 @@
+/* The AVX2 CPU path of the gather's dequantization (NUMERICS §3), for
+ * processors without AVX-512 (AVX2 + F16C + FMA): one main-cache record into
+ * 512 bf16 values, byte-identical to record_dequant_ref (formats/ref.h); the
+ * case registry, the golden files and tests/paths/exhaustive_paths.c run it
+ * as every path.  The arithmetic is gather_avx512.c's on 8-lane vectors:
+ * e4m3 codes as fp16 bits (magnitude << 7, sign to bit 15) through
+ * vcvtph2ps, exact; one multiply by scale x 2^8 (x 2^7 FNUZ) where that is
+ * finite (scale bytes up to 246), else two, as the reference's one rounded
+ * product either way; e2m1 through an 8-entry table and the sign bit; bf16
+ * rounding in integers, NaN -> 0x7FFF.  The inserts and the other ops run
+ * the scalar code on this path. */
+#include "cpu/cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#include "formats/ref.h"
+
+#define AVX2 __attribute__((target("avx2,f16c,fma")))
+
+/* 8 fp32 -> bf16 as f32_to_bf16 (RNE, NaN -> 0x7FFF), in the low 16 bits of
+ * 32-bit lanes. */
+static AVX2 __m256i bf16x8(__m256 f) {
+  const __m256i u = _mm256_castps_si256(f);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FFF), nan);
+}
+
+/* 16 fp32 (two vectors) -> 16 bf16 at out. */
+static AVX2 void store_bf16x16(__m256 a, __m256 b, uint16_t *out) {
+  /* packus works per 128-bit lane: a0-3 b0-3 a4-7 b4-7; the qword permutation restores the order */
+  const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16x8(a), bf16x8(b)), 0xD8);
+  _mm256_storeu_si256((__m256i *)out, p);
+}
+
+/* 16 codes of one fp8 block: mul1 (and mul2 unless 0) the multipliers. */
+static AVX2 void fp8x16(const uint8_t *codes, __m256 mul1, __m256 mul2, int two, int fnuz, uint16_t *out) {
+  const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)codes));
+  __m256i h = _mm256_slli_epi16(c, 7);
+  h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000))); /* bit 14 (the sign) into bit 15 */
+  const __m256i nan = fnuz ? _mm256_cmpeq_epi16(c, _mm256_set1_epi16(0x80))
+                           : _mm256_cmpeq_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x7F)), _mm256_set1_epi16(0x7F));
+  __m256 f0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), mul1);
+  __m256 f1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), mul1);
+  if (two) f0 = _mm256_mul_ps(f0, mul2), f1 = _mm256_mul_ps(f1, mul2);
+  const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16x8(f0), bf16x8(f1)), 0xD8);
+  _mm256_storeu_si256((__m256i *)out, _mm256_blendv_epi8(p, _mm256_set1_epi16(0x7FFF), nan));
+}
+
+/* n codes (a multiple of 16) of one fp8 block with its UE8M0 scale byte. */
+static AVX2 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, uint16_t *out) {
+  const float s = ue8m0_decode_ftz(scale), up = fnuz ? 0x1p7f : 0x1p8f;
+  const int two = scale > 246; /* s x 2^8 overflows: the exact 2^8 first, then s */
+  const __m256 mul1 = _mm256_set1_ps(two ? up : s * up), mul2 = _mm256_set1_ps(s);
+  for (int i = 0; i < n; i += 16) fp8x16(codes + i, mul1, mul2, two, fnuz, out + i);
+}
+
+/* e2m1 codes in 32-bit lanes -> their values times sv. */
+static AVX2 __m256 e2m1x8(__m256i nib, __m256 sv) {
+  const __m256 mag = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+  const __m256 v = _mm256_permutevar8x32_ps(mag, _mm256_and_si256(nib, _mm256_set1_epi32(7)));
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(nib, _mm256_set1_epi32(8)), 28);
+  return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), sign)), sv);
+}
+
+/* One NVFP4 block: 8 bytes of e2m1 pairs (low nibble first), e4m3 scale. */
+static AVX2 void nvfp4_block(const uint8_t *packed, uint8_t scale, uint16_t *out) {
+  const __m128i b = _mm_loadl_epi64((const __m128i *)packed);
+  const __m128i dup = _mm_unpacklo_epi8(b, b); /* b0 b0 b1 b1 ... b7 b7 */
+  const __m256i shift = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+  const __m256i n0 = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), shift);
+  const __m256i n1 = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(dup, 8)), shift);
+  const __m256 sv = _mm256_set1_ps(e4m3_decode(scale));
+  store_bf16x16(e2m1x8(n0, sv), e2m1x8(n1, sv), out);
+}
+
+static AVX2 void dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
+                              uint16_t *out) {
+  switch (rec) {
+    case DSV4KV_RECORD_V4:
+      for (int s = 0; s < V4_NUM_SCALES; s++)
+        fp8_block(values + s * V4_BLOCK, V4_BLOCK, scales[s], fnuz, out + s * V4_BLOCK);
+      memcpy(out + NOPE_DIM, values + NOPE_DIM, ROPE_DIM * sizeof(uint16_t));
+      return;
+    case DSV4KV_RECORD_MXFP8:
+      for (int s = 0; s < MXFP8_NUM_SCALES; s++)
+        fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, out + s * MXFP8_BLOCK);
+      return;
+    case DSV4KV_RECORD_NVFP4:
+      for (int s = 0; s < NVFP4_NUM_SCALES; s++)
+        nvfp4_block(values + s * NVFP4_BLOCK / 2, scales[s], out + s * NVFP4_BLOCK);
+      return;
+    case DSV4KV_RECORD_INDEXER_FP8:
+    case DSV4KV_RECORD_INDEXER_MXFP4:
+      return;
+  }
+}
+
+int cpu_avx2_supported(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+}
+
+void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out) {
+  dequant_avx2(rec, fnuz, values, scales, out);
+}
+
+#else /* not x86-64 with GCC-style target attributes: no such path */
+
+int cpu_avx2_supported(void) { return 0; }
+void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out) {
+  (void)rec, (void)fnuz, (void)values, (void)scales, (void)out;
+}
+
+#endif

@@ -1,0 +1,106 @@
+/* The AVX2 CPU path of the fp8 inserts (V4 and MXFP8 records, NUMERICS
+ * §2.1), for processors without AVX-512: byte-identical to record_quant_ref
+ * (formats/ref.h); the case registry and tests/paths/exhaustive_paths.c
+ * (every bf16 value through the encoder) run it as every path.  The form is
+ * insert_avx512.c's fp8_block for finite blocks on 8 lanes: amax as an
+ * unsigned integer max of the magnitudes' bits, the exponent by
+ * ceil_log2_ratio_175, no clamp (the scale bounds every value), normals
+ * rounded on the fp32 bits, subnormal steps by the add-2^23 rounding; a
+ * block holding a NaN or an Inf takes the reference's block code.  NVFP4
+ * records take the scalar code on this path. */
+#include "cpu/cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#include "formats/ref.h"
+
+#define AVX2 __attribute__((target("avx2,f16c,fma")))
+
+/* fp8 codes of 8 values y = bits-as-fp32 * inv (|y| <= the max, no NaN). */
+static AVX2 __m256i codes8(__m256i bits, __m256 inv, int fnuz) {
+  const __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(bits), inv);
+  const __m256i yb = _mm256_castps_si256(y);
+  const __m256 a = _mm256_castsi256_ps(_mm256_and_si256(yb, _mm256_set1_epi32(0x7FFFFFFF)));
+  __m256i u = _mm256_castps_si256(a);
+  u = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7FFFF),
+                                           _mm256_and_si256(_mm256_srli_epi32(u, 20), _mm256_set1_epi32(1))));
+  __m256i mag = _mm256_sub_epi32(_mm256_srli_epi32(u, 20), _mm256_set1_epi32((127 - (fnuz ? 8 : 7)) << 3));
+  const __m256 subn = _mm256_cmp_ps(a, _mm256_set1_ps(fnuz ? 0x1p-7f : 0x1p-6f), _CMP_LT_OQ);
+  if (_mm256_movemask_ps(subn)) {
+    const __m256 steps = _mm256_mul_ps(a, _mm256_set1_ps(fnuz ? 0x1p10f : 0x1p9f));
+    const __m256 r = _mm256_sub_ps(_mm256_add_ps(steps, _mm256_set1_ps(8388608.0f)), _mm256_set1_ps(8388608.0f));
+    mag = _mm256_blendv_epi8(mag, _mm256_cvttps_epi32(r), _mm256_castps_si256(subn));
+  }
+  __m256i code = _mm256_or_si256(mag, _mm256_and_si256(_mm256_srli_epi32(yb, 24), _mm256_set1_epi32(0x80)));
+  if (fnuz) /* e4m3fnuz has no negative zero: magnitude 0 is 0x00 */
+    code = _mm256_andnot_si256(_mm256_cmpeq_epi32(mag, _mm256_setzero_si256()), code);
+  return code;
+}
+
+/* 16 values (8 lanes of bf16 pairs) -> 16 codes as 8 16-bit pairs (even, odd). */
+static AVX2 __m256i pairs8(__m256i z, __m256 inv, int fnuz) {
+  const __m256i lo = codes8(_mm256_slli_epi32(z, 16), inv, fnuz);
+  const __m256i hi = codes8(_mm256_and_si256(z, _mm256_set1_epi32((int)0xFFFF0000u)), inv, fnuz);
+  return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 8));
+}
+
+/* n (32 or 64) bf16 values with one UE8M0 scale: codes[n], *scale_byte. */
+static AVX2 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, uint8_t *scale_byte) {
+  __m256i z[4], m = _mm256_setzero_si256();
+  for (int i = 0; i < n / 16; i++) {
+    z[i] = _mm256_loadu_si256((const __m256i *)(x + 16 * i));
+    m = _mm256_max_epu32(m, _mm256_max_epu32(_mm256_and_si256(_mm256_slli_epi32(z[i], 16), _mm256_set1_epi32(0x7FFFFFFF)),
+                                             _mm256_and_si256(z[i], _mm256_set1_epi32(0x7FFF0000))));
+  }
+  uint32_t lanes[8], amax_bits = 0;
+  _mm256_storeu_si256((__m256i *)lanes, m);
+  for (int i = 0; i < 8; i++) amax_bits = lanes[i] > amax_bits ? lanes[i] : amax_bits;
+  if (amax_bits >= 0x7F800000u) { /* a NaN or an Inf: the reference's block */
+    fp8_block_quant_ref(x, n, fnuz, codes, scale_byte);
+    return;
+  }
+  const float amax = max_ignore_nan(f32_from_bits(amax_bits), AMAX_FLOOR);
+  const int e = ceil_log2_ratio_175(amax, fnuz ? 7 : 8), b = e + 127; /* 224 / 448 = 1.75 x 2^7 / 2^8 */
+  *scale_byte = (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
+  const __m256 inv = _mm256_set1_ps(pow2f(-e));
+  for (int i = 0; i < n / 16; i += 2) {
+    /* packus per 128-bit lane: a0-3 b0-3 a4-7 b4-7; the qword permutation restores the order */
+    const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(pairs8(z[i], inv, fnuz), pairs8(z[i + 1], inv, fnuz)), 0xD8);
+    _mm_storeu_si128((__m128i *)(codes + 16 * i), _mm256_castsi256_si128(p));
+    _mm_storeu_si128((__m128i *)(codes + 16 * i + 16), _mm256_extracti128_si256(p, 1));
+  }
+}
+
+static AVX2 int quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales) {
+  switch (rec) {
+    case DSV4KV_RECORD_V4:
+      for (int s = 0; s < V4_NUM_SCALES; s++)
+        fp8_block(x + s * V4_BLOCK, V4_BLOCK, fnuz, values + s * V4_BLOCK, scales + s);
+      scales[V4_NUM_SCALES] = 0;
+      memcpy(values + NOPE_DIM, x + NOPE_DIM, ROPE_DIM * sizeof(uint16_t));
+      return 1;
+    case DSV4KV_RECORD_MXFP8:
+      for (int s = 0; s < MXFP8_NUM_SCALES; s++)
+        fp8_block(x + s * MXFP8_BLOCK, MXFP8_BLOCK, fnuz, values + s * MXFP8_BLOCK, scales + s);
+      return 1;
+    case DSV4KV_RECORD_NVFP4:
+    case DSV4KV_RECORD_INDEXER_FP8:
+    case DSV4KV_RECORD_INDEXER_MXFP4:
+      return 0;
+  }
+  return 0;
+}
+
+int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales) {
+  return quant_avx2(rec, fnuz, x, values, scales);
+}
+
+#else
+
+int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales) {
+  (void)rec, (void)fnuz, (void)x, (void)values, (void)scales;
+  return 0;
+}
+
+#endif
