@@ -19,7 +19,7 @@ typedef struct {
 /* An earlier run's JSON (--json FILE), bounded (16 MiB) and checked for what
  * the plot reads; NULL with a message on stderr. */
 cJSON *bench_load_results(const char *path);
-/* o's string member k, or "?". */
+/* o's string member k, or "not recorded". */
 const char *bench_json_str(cJSON *o, const char *k);
 
 /* The median of n values (sorts t). */

@@ -16,7 +16,7 @@ enum { MAX_JSON = 16 << 20, MAX_SERIES = 24, KEY_LEN = 48 };
 
 const char *bench_json_str(cJSON *o, const char *k) {
   cJSON *v = cJSON_GetObjectItem(o, k);
-  return cJSON_IsString(v) ? v->valuestring : "?";
+  return cJSON_IsString(v) ? v->valuestring : "not recorded";
 }
 
 static int finite_number(cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->valuedouble); }
