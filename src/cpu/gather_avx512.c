@@ -9,7 +9,9 @@
  * product with the block scale 2^(s-127) is then the reference's one fp32
  * multiply; bf16 rounding is the reference's integer round-half-even with
  * every NaN made 0x7FFF (fp8x32: 32 codes in 16-bit lanes, one multiply by
- * scale x 2^8 where that is finite).  e2m1 values come from a 16-entry table. */
+ * scale x 2^8 where that is finite; for scale bytes 11..246 the products are
+ * exact normal fp32 of <= 4 significant bits, whose bf16 is the high half,
+ * no rounding step).  e2m1 values come from a 16-entry table. */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -48,7 +50,7 @@ static AVX512 __m512 e4m3x16(const uint8_t *codes, int fnuz) {
  * which is exact and representable for scale bytes up to 246, so the
  * product is the reference's code value x s rounded once; bf16 rounding in
  * integers; NaN codes -> 0x7FFF. */
-static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, uint16_t *out) {
+static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, uint16_t *out) {
   const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)codes));
   __m512i h = _mm512_slli_epi16(c, 7);
   h = _mm512_add_epi16(h, _mm512_and_si512(h, _mm512_set1_epi16(0x4000)));
@@ -58,6 +60,10 @@ static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, uint16_t *o
   for (int i = 0; i < 2; i++) {
     const __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, i)), s8);
     const __m512i b = _mm512_castps_si512(f);
+    if (exact) { /* an exact product of <= 4 significant bits: its low 16 bits are 0, RNE is the high half */
+      u[i] = _mm512_srli_epi32(b, 16);
+      continue;
+    }
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
     u[i] = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
   }
@@ -72,7 +78,10 @@ static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnu
   const __m512 s = _mm512_set1_ps(ue8m0_decode_ftz(scale));
   if (scale <= 246) { /* s * 2^8 finite: one multiply (see fp8x32) */
     const __m512 s8 = _mm512_mul_ps(s, _mm512_set1_ps(fnuz ? 0x1p7f : 0x1p8f));
-    for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, out + i);
+    /* scale bytes 11..246: every product is a normal fp32 (>= 2^-10 x 2^-116),
+     * exact, and needs no rounding to bf16 */
+    const int exact = scale >= 11;
+    for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, exact, out + i);
     return;
   }
   for (int i = 0; i < n; i += 16) store_bf16x16(_mm512_mul_ps(e4m3x16(codes + i, fnuz), s), out + i);
