@@ -9,6 +9,8 @@
 #   golden         dsv4kv verify --device cuda tests/golden
 #   cuda_tests     tests/cuda/test_cuda (graph capture and replay, two
 #                  streams, offsets past 2^32, empty batches, warm-up)
+#   conversions    tests/cuda/exhaustive_cuda: the kernels' hardware e4m3 /
+#                  e2m1 / bf16 conversions against formats/ref.h on every input
 #   memcheck       compute-sanitizer memcheck over the registry and test_cuda
 #   racecheck      compute-sanitizer racecheck over the registry's duplicate-
 #                  slot cases (the shared-memory duplicate scan)
@@ -118,6 +120,7 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
   step registry_dedup_global env DSV4KV_CUDA_DEDUP=global "$B/tests/ops_registry" --backend cuda --filter dup --rounds 4
   step golden "$B/dsv4kv" verify --device cuda tests/golden
   step cuda_tests "$B/tests/test_cuda"
+  step conversions "$B/tests/exhaustive_cuda"
   if [ "$mode" = full ]; then
     step memcheck_registry compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
     step memcheck_registry_mark env DSV4KV_CUDA_DEDUP=mark compute-sanitizer --tool memcheck --error-exitcode 99 \

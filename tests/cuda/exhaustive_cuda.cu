@@ -1,0 +1,107 @@
+/* exhaustive_cuda.cu - the CUDA kernels' conversions against formats/ref.h
+ * over their whole input spaces, on the GPU itself (the case registry checks
+ * them on random and adversarial rows; this checks every value):
+ *
+ *   e4m3 encode  e4m3x2_quant (cvt.rn.satfinite.e4m3x2) == fp8_quant_code
+ *                for every fp32 bit pattern (2^32)
+ *   fp8 decode   e4m3x2_decode + bf16x2_of, and bf16x2_high where the gather
+ *                uses it, == f32_to_bf16(e4m3_decode(c) * scale) for every
+ *                code and scale byte
+ *   e2m1 encode  e2m1_encode_div == e2m1_encode(x / sv) for every bf16 x and
+ *                every NVFP4 block scale (device division, --fmad=false)
+ *   e2m1 decode  e2m1x2_decode_2m14 x (sv x 2^14) -> bf16x2_high (and
+ *                bf16x2_of) == f32_to_bf16(e2m1_decode(c) * sv)
+ *
+ * Exit 0 when every check matched, 1 on a mismatch (the first printed), 77
+ * when no CUDA device of compute capability 9.0+ runs here. */
+#include <stdio.h>
+
+#include "cuda/cuda_common.cuh"
+#include "formats/e2m1_div.h"
+
+typedef struct {
+  unsigned long long bad[4];
+  unsigned long long first[4]; /* the first failing input, packed per check */
+} results;
+
+__global__ void e4m3_encode_all(results *r) {
+  for (uint64_t u = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; u < (1ull << 32);
+       u += (uint64_t)gridDim.x * blockDim.x) {
+    const float f = f32_from_bits((uint32_t)u);
+    const uint32_t hw = e4m3x2_quant(f, 0.0f) & 0xFF;
+    if (hw != fp8_quant_code(f, 0) && atomicAdd(&r->bad[0], 1ull) == 0) r->first[0] = u;
+  }
+}
+
+__global__ void fp8_decode_all(results *r) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* code << 8 | scale byte */
+  if (i >= 65536) return;
+  const uint32_t code = i >> 8, sb = i & 0xFF;
+  const float s = ue8m0_decode_ftz((uint8_t)sb);
+  const uint16_t want = f32_to_bf16(e4m3_decode((uint8_t)code) * s);
+  const float2 v = e4m3x2_decode(code | code << 8);
+  const uint32_t got = bf16x2_of(v.x * s, v.y * s);
+  int bad = (got & 0xFFFF) != want || (got >> 16) != want;
+  /* the gather's shortcut: scale bytes 10..246 and a code that is not NaN */
+  if (sb >= 10 && sb <= 246 && (code & 0x7F) != 0x7F) bad |= (bf16x2_high(v.x * s, v.y * s) & 0xFFFF) != want;
+  if (bad && atomicAdd(&r->bad[1], 1ull) == 0) r->first[1] = i;
+}
+
+__global__ void e2m1_encode_all(results *r) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* scale code (1..0x7E) << 16 | bf16 */
+  const uint32_t sc = (i >> 16) + 1, u = i & 0xFFFF;
+  if (sc > 0x7E) return;
+  const float sv = e4m3_decode((uint8_t)sc), x = bf16_to_f32((uint16_t)u);
+  const e2m1_bounds b = e2m1_bounds_of(sv);
+  if (e2m1_encode_div(x, &b) != e2m1_encode(x / sv) && atomicAdd(&r->bad[2], 1ull) == 0) r->first[2] = i;
+}
+
+__global__ void e2m1_decode_all(results *r) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* packed byte << 8 | scale code */
+  if (i >= 65536) return;
+  const uint32_t byte = i >> 8, sc = i & 0xFF;
+  const float sv = e4m3_decode((uint8_t)sc);
+  const uint16_t lo = f32_to_bf16(e2m1_decode((uint8_t)(byte & 0xF)) * sv);
+  const uint16_t hi = f32_to_bf16(e2m1_decode((uint8_t)(byte >> 4)) * sv);
+  const float2 v = e2m1x2_decode_2m14(byte);
+  const float s14 = sv * 16384.0f;
+  const uint32_t want = (uint32_t)lo | (uint32_t)hi << 16;
+  int bad = bf16x2_of(v.x * s14, v.y * s14) != want;
+  if (sv == sv) bad |= bf16x2_high(v.x * s14, v.y * s14) != want; /* the gather's shortcut */
+  if (bad && atomicAdd(&r->bad[3], 1ull) == 0) r->first[3] = i;
+}
+
+static int check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return 0;
+  fprintf(stderr, "exhaustive_cuda: %s: %s\n", what, cudaGetErrorString(e));
+  return 1;
+}
+
+int main(void) {
+  int n = 0, major = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1 ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess || major < 9) {
+    printf("exhaustive_cuda: no CUDA device of compute capability 9.0+ here: skipped\n");
+    return 77;
+  }
+  results *d = NULL, h;
+  if (check(cudaMalloc(&d, sizeof *d), "cudaMalloc") || check(cudaMemset(d, 0, sizeof *d), "cudaMemset")) return 1;
+  e4m3_encode_all<<<4096, 256>>>(d);
+  fp8_decode_all<<<256, 256>>>(d);
+  e2m1_encode_all<<<(0x7E << 16) / 256, 256>>>(d);
+  e2m1_decode_all<<<256, 256>>>(d);
+  if (check(cudaGetLastError(), "launch") || check(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "copy back"))
+    return 1;
+  cudaFree(d);
+  static const char *const name[4] = {"e4m3 encode (2^32 fp32)", "fp8 decode (256 codes x 256 scales)",
+                                      "e2m1 encode by compares (65536 bf16 x 126 scales)",
+                                      "e2m1 decode (256 bytes x 256 scales)"};
+  int bad = 0;
+  for (int k = 0; k < 4; k++) {
+    printf("%-52s %s", name[k], h.bad[k] ? "MISMATCH" : "identical");
+    if (h.bad[k]) printf(": %llu inputs, the first 0x%llx", h.bad[k], h.first[k]);
+    printf("\n");
+    bad |= h.bad[k] != 0;
+  }
+  return bad;
+}
