@@ -96,8 +96,9 @@ int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t 
  * dequantization (record_dequant_ref's bytes). */
 int cpu_avx2_supported(void);
 void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out);
-/* The V4 / MXFP8 inserts on that path (src/cpu/insert_avx2.c): returns 0
- * (nothing written) for the other records, which take the scalar code. */
+/* The V4 / MXFP8 / NVFP4 inserts on that path (src/cpu/insert_avx2.c): returns 0
+ * (nothing written) for the indexer records (and a NVFP4 record holding a
+ * NaN), which take the scalar code. */
 int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
 
 /* The index builders on that path (src/cpu/index_avx512.c): one row,

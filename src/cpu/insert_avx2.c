@@ -6,13 +6,16 @@
  * unsigned integer max of the magnitudes' bits, the exponent by
  * ceil_log2_ratio_175, no clamp (the scale bounds every value), normals
  * rounded on the fp32 bits, subnormal steps by the add-2^23 rounding; a
- * block holding a NaN or an Inf takes the reference's block code.  NVFP4
- * records take the scalar code on this path. */
+ * block holding a NaN or an Inf takes the reference's block code.  NVFP4:
+ * the reference's block scale in scalar code, the codes by
+ * formats/e2m1_div.h's exact compares on 8 lanes (a record holding a NaN
+ * takes the reference). */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "formats/e2m1_div.h"
 #include "formats/ref.h"
 
 #define AVX2 __attribute__((target("avx2,f16c,fma")))
@@ -72,6 +75,42 @@ static AVX2 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, u
   }
 }
 
+/* e2m1_encode_div of 8 fp32 values (their bits; no NaN) against b: the
+ * number of midpoints passed (> at even codes' upper ends, >= at odd ones'),
+ * the sign bit kept. */
+static AVX2 __m256i e2m1_codes8(__m256i bits, const e2m1_bounds *b) {
+  const __m256 a = _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)));
+  __m256i c = _mm256_setzero_si256();
+#define PASS(k, op) c = _mm256_sub_epi32(c, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(b->m[k]), op)))
+  PASS(0, _CMP_GT_OQ), PASS(1, _CMP_GE_OQ), PASS(2, _CMP_GT_OQ), PASS(3, _CMP_GE_OQ);
+  PASS(4, _CMP_GT_OQ), PASS(5, _CMP_GE_OQ), PASS(6, _CMP_GT_OQ);
+#undef PASS
+  return _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi32(bits, 28), _mm256_set1_epi32(8)));
+}
+
+/* One NVFP4 block (16 bf16 values: lane i holds values 2i, 2i+1, the pair
+ * byte i packs): nvfp4_block_quant_ref's bytes, or 0 (nothing meaningful
+ * written) when a value is NaN. */
+static AVX2 int nvfp4_block(const uint16_t *x, uint8_t *packed, uint8_t *scale_byte) {
+  const __m256i z = _mm256_loadu_si256((const __m256i *)x);
+  const __m256i lo = _mm256_slli_epi32(z, 16), hi = _mm256_and_si256(z, _mm256_set1_epi32((int)0xFFFF0000u));
+  const __m256i m = _mm256_max_epu32(_mm256_and_si256(lo, _mm256_set1_epi32(0x7FFFFFFF)),
+                                     _mm256_and_si256(hi, _mm256_set1_epi32(0x7FFFFFFF)));
+  uint32_t lanes[8], amax_bits = 0;
+  _mm256_storeu_si256((__m256i *)lanes, m);
+  for (int i = 0; i < 8; i++) amax_bits = lanes[i] > amax_bits ? lanes[i] : amax_bits;
+  if (amax_bits > 0x7F800000u) return 0; /* a NaN */
+  float t = max_ignore_nan(NVFP4_SCALE_MIN, f32_from_bits(amax_bits) * (1.0f / 6.0f));
+  t = t < FP8_OCP_MAX ? t : FP8_OCP_MAX;
+  const uint8_t sc = e4m3_encode(t);
+  const e2m1_bounds b = e2m1_bounds_of(e4m3_decode(sc));
+  *scale_byte = sc;
+  const __m256i v = _mm256_or_si256(e2m1_codes8(lo, &b), _mm256_slli_epi32(e2m1_codes8(hi, &b), 4));
+  _mm256_storeu_si256((__m256i *)lanes, v);
+  for (int i = 0; i < 8; i++) packed[i] = (uint8_t)lanes[i];
+  return 1;
+}
+
 static AVX2 int quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales) {
   switch (rec) {
     case DSV4KV_RECORD_V4:
@@ -85,6 +124,10 @@ static AVX2 int quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8
         fp8_block(x + s * MXFP8_BLOCK, MXFP8_BLOCK, fnuz, values + s * MXFP8_BLOCK, scales + s);
       return 1;
     case DSV4KV_RECORD_NVFP4:
+      for (int s = 0; s < NVFP4_NUM_SCALES; s++)
+        if (!nvfp4_block(x + s * NVFP4_BLOCK, values + s * NVFP4_BLOCK / 2, scales + s))
+          return 0; /* a NaN: the reference writes the whole record */
+      return 1;
     case DSV4KV_RECORD_INDEXER_FP8:
     case DSV4KV_RECORD_INDEXER_MXFP4:
       return 0;
