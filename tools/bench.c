@@ -21,7 +21,7 @@
 #include "commands.h"
 #include "plot.h" /* sim_plot_check: the --plot file checked before the run, as dsv4kv run does */
 
-static double now(void) {
+double bench_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -45,9 +45,9 @@ static double median_seconds(int (*fn)(void *), void *arg, const bench_opts *o, 
   int n = 0;
   if (fn(arg)) return -1;
   while (n < BENCH_MAX_RUNS && (n < o->min_runs || total < o->min_seconds)) {
-    double t0 = now();
+    double t0 = bench_now();
     if (fn(arg)) return -1;
-    t[n] = now() - t0;
+    t[n] = bench_now() - t0;
     total += t[n++];
   }
   *runs = n;

@@ -22,6 +22,9 @@ cJSON *bench_load_results(const char *path);
 /* o's string member k, or "not recorded". */
 const char *bench_json_str(cJSON *o, const char *k);
 
+/* Seconds on the monotonic clock. */
+double bench_now(void);
+
 /* The median of n values (sorts t). */
 double bench_median(double *t, int n);
 

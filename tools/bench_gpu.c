@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench.h"
 #include "bench_cases.h"
@@ -81,11 +80,6 @@ static const anchor *anchor_of(const char *config) {
 
 enum { FLUSH_BYTES = 256 << 20, WARMUP_CALLS = 3, GRAPH_REPLAYS = 15 };
 
-static double wall(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Device copies of the case's tensors (the DLTensors then point at them). */
 typedef struct {
@@ -146,15 +140,15 @@ static double eager_us(gpu_call *g, int (*call)(gpu_call *), void *flush, const 
   for (int i = 0; i < WARMUP_CALLS; i++)
     if (call(g)) return -1;
   if (devmem_sync()) return -1;
-  const double t0 = wall(); /* --min-seconds counts the timed runs only */
+  const double t0 = bench_now(); /* --min-seconds counts the timed runs only */
   while (n < BENCH_MAX_RUNS && (n < o->min_runs || spent < o->min_seconds)) {
     if (devmem_fill(flush, n & 0xFF, FLUSH_BYTES) || devmem_sync() || devmem_mark(0)) return -1;
-    const double h0 = wall();
+    const double h0 = bench_now();
     if (call(g)) return -1;
-    h[n] = 1e6 * (wall() - h0);
+    h[n] = 1e6 * (bench_now() - h0);
     if (devmem_mark(1) || devmem_sync()) return -1;
     t[n++] = 1e3 * devmem_elapsed_ms();
-    spent = wall() - t0;
+    spent = bench_now() - t0;
   }
   *runs = n;
   *host_us = bench_median(h, n);

@@ -108,6 +108,11 @@ int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *v
  * contiguous, table offsets in int32). */
 int global_topk_row_avx512(const global_topk_args *a, int64_t t, int shift);
 int flashinfer_row_avx512(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift);
+/* Prefill token t of request req (in range): its SWA start and length and
+ * its top-k length before any clamp (SPEC §5.3), as every path computes them
+ * (src/cpu/index_ops_cpu.c). */
+void cpu_fi_prefill_span(const flashinfer_args *a, int64_t t, int64_t req, int64_t *swa_start, int64_t *swa_len,
+                         int64_t *topk_len);
 int index_avx512_ok_topk(const global_topk_args *a, int shift);
 int index_avx512_ok_flashinfer(const flashinfer_args *a, int swa_shift, int c_shift);
 

@@ -129,18 +129,8 @@ static AVX512 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift
   const int64_t S = a->S, i = t - a->D;
   const int64_t req = tv_i32_1(&a->req, t);
   if (req < 0 || req >= a->R) return 0;
-  const int64_t q0 = tv_i32_1(&a->qsl, req), q1 = tv_i32_1(&a->qsl, req + 1);
-  const int64_t pos = tv_i32_1(&a->seq_lens, req) - (q1 - q0) + (t - q0);
-  int64_t swa_start = pos - a->window_size + 1;
-  if (swa_start < 0) swa_start = 0;
-  const int64_t replay = tv_i32_1(&a->replay, req);
-  if (swa_start < replay) swa_start = replay;
-  const int64_t swa_len = pos - swa_start + 1;
-  int64_t topk_len = 0;
-  if (a->compress_ratio > 0) {
-    topk_len = (pos + 1) / a->compress_ratio;
-    if (topk_len > a->topk) topk_len = a->topk;
-  }
+  int64_t swa_start, swa_len, topk_len;
+  cpu_fi_prefill_span(a, t, req, &swa_start, &swa_len, &topk_len);
   if (topk_len < 0 || topk_len > a->Wp) return 0;
   if (swa_start + S > INT32_MAX) return 0; /* positions past int32: the scalar row's int64 */
   int32_t *out = (int32_t *)(a->out.data + t * a->out.stride[0] * 4);

@@ -216,6 +216,23 @@ static void flashinfer_decode_row(const flashinfer_args *a, int64_t d, pagediv s
   *(int32_t *)(a->lens.data + d * a->lens.stride[0] * 4) = wrap32(S + n);
 }
 
+void cpu_fi_prefill_span(const flashinfer_args *a, int64_t t, int64_t req, int64_t *swa_start, int64_t *swa_len,
+                         int64_t *topk_len) {
+  const int64_t q0 = tv_i32_1(&a->qsl, req), q1 = tv_i32_1(&a->qsl, req + 1);
+  const int64_t pos = tv_i32_1(&a->seq_lens, req) - (q1 - q0) + (t - q0);
+  int64_t start = pos - a->window_size + 1;
+  if (start < 0) start = 0;
+  const int64_t replay = tv_i32_1(&a->replay, req);
+  if (start < replay) start = replay;
+  *swa_start = start;
+  *swa_len = pos - start + 1;
+  *topk_len = 0;
+  if (a->compress_ratio > 0) {
+    *topk_len = (pos + 1) / a->compress_ratio;
+    if (*topk_len > a->topk) *topk_len = a->topk;
+  }
+}
+
 static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv swa, pagediv cmp,
                                    dsv4kv_report *log) {
   const int64_t S = a->S, i = t - a->D;
@@ -227,18 +244,8 @@ static void flashinfer_prefill_row(const flashinfer_args *a, int64_t t, pagediv 
     *lens = 0;
     return;
   }
-  const int64_t q0 = tv_i32_1(&a->qsl, req), q1 = tv_i32_1(&a->qsl, req + 1);
-  const int64_t pos = tv_i32_1(&a->seq_lens, req) - (q1 - q0) + (t - q0);
-  int64_t swa_start = pos - a->window_size + 1;
-  if (swa_start < 0) swa_start = 0;
-  const int64_t replay = tv_i32_1(&a->replay, req);
-  if (swa_start < replay) swa_start = replay;
-  const int64_t swa_len = pos - swa_start + 1;
-  int64_t topk_len = 0;
-  if (a->compress_ratio > 0) {
-    topk_len = (pos + 1) / a->compress_ratio;
-    if (topk_len > a->topk) topk_len = a->topk;
-  }
+  int64_t swa_start, swa_len, topk_len;
+  cpu_fi_prefill_span(a, t, req, &swa_start, &swa_len, &topk_len);
   /* Below 0 (a position before 0) or past the top-k tensor's width: the
    * length would promise entries the row does not hold (SPEC §7). */
   if (topk_len < 0 || topk_len > a->Wp) {

@@ -30,18 +30,6 @@ static int device_major(int d) {
   return m;
 }
 
-int cuda_sm_count(int d) {
-  static volatile int count[64];
-  if (d >= 0 && d < 64 && count[d]) return count[d];
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, d) != cudaSuccess || n < 1) {
-    cudaGetLastError();
-    return 132; /* an H200's: the grid's size only */
-  }
-  if (d >= 0 && d < 64) count[d] = n;
-  return n;
-}
-
 extern "C" const backend_ops *cuda_backend_if_built(void) {
   /* A build with the backend on a machine that cannot run it (no driver, a
    * driver older than the runtime, no GPU, only pre-Hopper GPUs) has no CUDA

@@ -353,8 +353,6 @@ static inline unsigned cuda_grid_rows(int64_t rows) {
   int64_t b = (rows + CUDA_WARPS - 1) / CUDA_WARPS;
   return b < 1 ? 1u : b > (1 << 20) ? (1u << 20) : (unsigned)b;
 }
-/* The multiprocessors of device dev (cached). */
-int cuda_sm_count(int dev);
 static inline int cuda_aligned16(const void *p, int64_t stride_bytes) {
   return ((uintptr_t)p % 16 == 0) && (stride_bytes % 16 == 0);
 }
