@@ -37,6 +37,13 @@ int cpu_run(int nt, cpu_task_fn fn, void *ctx);
  * threads (o->num_threads, else omp_get_max_threads()) and the processors. */
 int cpu_team(const exec_opts *o, double est_ns);
 
+/* Outputs larger than this (bytes) are written with non-temporal stores
+ * where a path has them and the rows are aligned: far past the last-level
+ * cache they would only evict the inputs, and each normal store first reads
+ * the line it fills.  DSV4KV_CPU_NT_MIN_BYTES overrides it (cpu_nt_min_bytes). */
+#define CPU_NT_MIN_BYTES (32.0 * 1024 * 1024)
+double cpu_nt_min_bytes(void);
+
 /* Work handed out in chunks of `chunk` items from [0, n): each thread takes
  * the next chunk when done with its last (one thread's chunks come in
  * increasing order). */
@@ -82,10 +89,12 @@ cpu_path_kind cpu_path_now(void);
 
 /* AVX-512 (F, BW, VL) + F16C + FMA path (src/cpu/gather_avx512.c): whether the
  * processor and OS run it, and the gather's record dequantization
- * (record_dequant_ref's bytes, main-cache records). */
+ * (record_dequant_ref's bytes, main-cache records); nt = non-temporal stores,
+ * out 64-byte aligned, each thread ending with cpu_store_fence(). */
 int cpu_avx512_supported(void);
 void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
-                           uint16_t *out);
+                           uint16_t *out, int nt);
+void cpu_store_fence(void);
 /* The insert's record quantization on that path (src/cpu/insert_avx512.c):
  * record_quant_ref's bytes for V4 and MXFP8 records; returns 0 (nothing
  * written) for the others, which take the scalar code. */

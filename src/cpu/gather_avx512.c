@@ -21,14 +21,30 @@
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
 
+/* Output stores: non-temporal (nt) for outputs far larger than the caches,
+ * whose rows are 64-byte aligned (the caller checks): no read for ownership
+ * of lines the gather overwrites whole, and the cache keeps the records. */
+static AVX512 void store64(uint16_t *out, __m512i v, int nt) {
+  if (nt)
+    _mm512_stream_si512((void *)out, v);
+  else
+    _mm512_storeu_si512((void *)out, v);
+}
+static AVX512 void store32(uint16_t *out, __m256i v, int nt) {
+  if (nt)
+    _mm256_stream_si256((__m256i *)out, v);
+  else
+    _mm256_storeu_si256((__m256i *)out, v);
+}
+
 /* 16 fp32 -> bf16 as f32_to_bf16 (RNE, NaN -> 0x7FFF), stored at out. */
-static AVX512 void store_bf16x16(__m512 f, uint16_t *out) {
+static AVX512 void store_bf16x16(__m512 f, uint16_t *out, int nt) {
   const __m512i u = _mm512_castps_si512(f);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
   const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
   r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FFF));
-  _mm256_storeu_si256((__m256i *)out, _mm512_cvtepi32_epi16(r));
+  store32(out, _mm512_cvtepi32_epi16(r), nt);
 }
 
 /* 16 e4m3 (or e4m3fnuz) codes to their exact fp32 values. */
@@ -50,7 +66,7 @@ static AVX512 __m512 e4m3x16(const uint8_t *codes, int fnuz) {
  * which is exact and representable for scale bytes up to 246, so the
  * product is the reference's code value x s rounded once; bf16 rounding in
  * integers; NaN codes -> 0x7FFF. */
-static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, uint16_t *out) {
+static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, uint16_t *out, int nt) {
   const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)codes));
   __m512i h = _mm512_slli_epi16(c, 7);
   h = _mm512_add_epi16(h, _mm512_and_si512(h, _mm512_set1_epi16(0x4000)));
@@ -70,21 +86,24 @@ static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, 
   /* packus works per 128-bit lane: 4 of u[0], 4 of u[1], ...; the qword permutation restores the order */
   __m512i r = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi32(u[0], u[1]));
   r = _mm512_mask_mov_epi16(r, nan, _mm512_set1_epi16(0x7FFF));
-  _mm512_storeu_si512((void *)out, r);
+  store64(out, r, nt);
 }
 
 /* n codes (a multiple of 32) of one fp8 block with its UE8M0 scale byte. */
-static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, uint16_t *out) {
+static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, uint16_t *out, int nt) {
   const __m512 s = _mm512_set1_ps(ue8m0_decode_ftz(scale));
   if (scale <= 246) { /* s * 2^8 finite: one multiply (see fp8x32) */
     const __m512 s8 = _mm512_mul_ps(s, _mm512_set1_ps(fnuz ? 0x1p7f : 0x1p8f));
     /* scale bytes 11..246: every product is a normal fp32 (>= 2^-10 x 2^-116),
      * exact, and needs no rounding to bf16 */
     const int exact = scale >= 11;
-    for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, exact, out + i);
+    if (exact)
+      for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, 1, out + i, nt);
+    else
+      for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, 0, out + i, nt);
     return;
   }
-  for (int i = 0; i < n; i += 16) store_bf16x16(_mm512_mul_ps(e4m3x16(codes + i, fnuz), s), out + i);
+  for (int i = 0; i < n; i += 16) store_bf16x16(_mm512_mul_ps(e4m3x16(codes + i, fnuz), s), out + i, nt);
 }
 
 /* The e2m1 values of one NVFP4 block (8 bytes of pairs, low nibble first). */
@@ -98,8 +117,8 @@ static AVX512 __m512 e2m1x16(const uint8_t *packed) {
 }
 
 /* One NVFP4 block: 8 bytes of e2m1 pairs (low nibble first), e4m3 scale. */
-static AVX512 void nvfp4_block(const uint8_t *packed, uint8_t scale, uint16_t *out) {
-  store_bf16x16(_mm512_mul_ps(e2m1x16(packed), _mm512_set1_ps(e4m3_decode(scale))), out);
+static AVX512 void nvfp4_block(const uint8_t *packed, uint8_t scale, uint16_t *out, int nt) {
+  store_bf16x16(_mm512_mul_ps(e2m1x16(packed), _mm512_set1_ps(e4m3_decode(scale))), out, nt);
 }
 
 /* bf16 bits (RNE) of 16 products that are not NaN, in 32-bit lanes. */
@@ -111,33 +130,33 @@ static AVX512 __m512i bf16_bits_no_nan(__m512 f) {
 
 /* Two NVFP4 blocks whose scales are not NaN codes: the products (e2m1 x a
  * finite e4m3, exact) are never NaN, so no NaN step; one 64-byte store. */
-static AVX512 void nvfp4_2_blocks(const uint8_t *packed, const uint8_t *scales, uint16_t *out) {
+static AVX512 void nvfp4_2_blocks(const uint8_t *packed, const uint8_t *scales, uint16_t *out, int nt) {
   const __m512i a = bf16_bits_no_nan(_mm512_mul_ps(e2m1x16(packed), _mm512_set1_ps(e4m3_decode(scales[0]))));
   const __m512i b = bf16_bits_no_nan(_mm512_mul_ps(e2m1x16(packed + 8), _mm512_set1_ps(e4m3_decode(scales[1]))));
   /* packus works per 128-bit lane: 4 of a, 4 of b, ...; the qword permutation restores the order */
-  _mm512_storeu_si512((void *)out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
-                                                             _mm512_packus_epi32(a, b)));
+  store64(out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi32(a, b)), nt);
 }
 
 static AVX512 void dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
-                                  uint16_t *out) {
+                                  uint16_t *out, int nt) {
   switch (rec) {
     case DSV4KV_RECORD_V4:
       for (int s = 0; s < V4_NUM_SCALES; s++)
-        fp8_block(values + s * V4_BLOCK, V4_BLOCK, scales[s], fnuz, out + s * V4_BLOCK);
-      memcpy(out + NOPE_DIM, values + NOPE_DIM, ROPE_DIM * sizeof(uint16_t));
+        fp8_block(values + s * V4_BLOCK, V4_BLOCK, scales[s], fnuz, out + s * V4_BLOCK, nt);
+      for (int i = 0; i < ROPE_DIM; i += 32) /* the RoPE dims' bf16 bytes as they are */
+        store64(out + NOPE_DIM + i, _mm512_loadu_si512((const void *)(values + NOPE_DIM + 2 * i)), nt);
       return;
     case DSV4KV_RECORD_MXFP8:
       for (int s = 0; s < MXFP8_NUM_SCALES; s++)
-        fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, out + s * MXFP8_BLOCK);
+        fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, out + s * MXFP8_BLOCK, nt);
       return;
     case DSV4KV_RECORD_NVFP4:
       for (int s = 0; s < NVFP4_NUM_SCALES; s += 2)
         if ((scales[s] & 0x7F) != 0x7F && (scales[s + 1] & 0x7F) != 0x7F) { /* neither scale a NaN code */
-          nvfp4_2_blocks(values + s * NVFP4_BLOCK / 2, scales + s, out + s * NVFP4_BLOCK);
+          nvfp4_2_blocks(values + s * NVFP4_BLOCK / 2, scales + s, out + s * NVFP4_BLOCK, nt);
         } else {
-          nvfp4_block(values + s * NVFP4_BLOCK / 2, scales[s], out + s * NVFP4_BLOCK);
-          nvfp4_block(values + (s + 1) * NVFP4_BLOCK / 2, scales[s + 1], out + (s + 1) * NVFP4_BLOCK);
+          nvfp4_block(values + s * NVFP4_BLOCK / 2, scales[s], out + s * NVFP4_BLOCK, nt);
+          nvfp4_block(values + (s + 1) * NVFP4_BLOCK / 2, scales[s + 1], out + (s + 1) * NVFP4_BLOCK, nt);
         }
       return;
     case DSV4KV_RECORD_INDEXER_FP8:
@@ -154,16 +173,19 @@ int cpu_avx512_supported(void) {
 }
 
 void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
-                           uint16_t *out) {
-  dequant_avx512(rec, fnuz, values, scales, out);
+                           uint16_t *out, int nt) {
+  dequant_avx512(rec, fnuz, values, scales, out, nt);
 }
+
+void cpu_store_fence(void) { _mm_sfence(); }
 
 #else /* not x86-64 with GCC-style target attributes: no such path */
 
 int cpu_avx512_supported(void) { return 0; }
 void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
-                           uint16_t *out) {
-  (void)rec, (void)fnuz, (void)values, (void)scales, (void)out;
+                           uint16_t *out, int nt) {
+  (void)rec, (void)fnuz, (void)values, (void)scales, (void)out, (void)nt;
 }
+void cpu_store_fence(void) {}
 
 #endif

@@ -123,6 +123,22 @@ static void read_min_ns(void) {
   min_ns = e && end != e && v >= 0 ? v : CPU_PARALLEL_MIN_NS;
 }
 
+/* The output size past which gathers store rows non-temporally:
+ * CPU_NT_MIN_BYTES, or DSV4KV_CPU_NT_MIN_BYTES when set (0: always where the
+ * rows are aligned; the tests set it so that small cases run those stores). */
+static double nt_min_bytes;
+static pthread_once_t nt_once = PTHREAD_ONCE_INIT;
+static void read_nt_min(void) {
+  const char *e = getenv("DSV4KV_CPU_NT_MIN_BYTES");
+  char *end;
+  double v = e ? strtod(e, &end) : -1;
+  nt_min_bytes = e && end != e && v >= 0 ? v : CPU_NT_MIN_BYTES;
+}
+double cpu_nt_min_bytes(void) {
+  pthread_once(&nt_once, read_nt_min);
+  return nt_min_bytes;
+}
+
 int cpu_team(const exec_opts *o, double est_ns) {
   /* More threads than processors never helps; OMP_NUM_THREADS (through
    * omp_get_max_threads) still sets the default, as it did. */
