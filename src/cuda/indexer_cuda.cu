@@ -1,13 +1,38 @@
 /* CUDA indexer_k_norm_rope_store (SPEC §6, NUMERICS §2.4, §10; CPU:
  * src/cpu/indexer_cpu.c).
  *
- * One warp per token, lane l holding dims 4l..4l+3: exactly the reference's
- * reduction (each lane's 4 squares with fmas, then the xor butterfly), so the
- * sum of squares is the reference's bit for bit; rstd is the correctly
- * rounded 1/sqrt in double (formats/ref.h).  Lane l rotates pairs 2l, 2l+1,
- * then the row is quantized: FP8 (warp amax, 4 codes a lane in one 4-byte
- * store, linear or tiled) or MXFP4 (8 lanes a block, 2 bytes a lane). */
+ * tpw tokens a warp (IDX_TPW_WIDE = 4 past DEDUP_SHARED_ROWS rows, else 1),
+ * a group of 32 / tpw lanes each: lane j of a group holds dims dpl*j ..
+ * dpl*j + dpl-1 (dpl = 4 tpw).  The per-token work that is not per value
+ * (index loads and checks, divisions, rstd, the duplicate check, the scale)
+ * then costs a warp instruction for tpw tokens: at one token a warp it was
+ * most of the ~650 instructions a token (Nsight Compute), at 4 the kernel
+ * issues ~330.
+ * The sum of squares is still exactly the reference's reduction: it holds 4
+ * dims a "lane" (fmas) and an xor butterfly over 32 such lanes; here each
+ * lane holds tpw of them, the butterfly's large strides run across
+ * lanes and the last ones inside a lane, in the same order (every step adds
+ * the same two values, and all lanes end equal).  rstd is the correctly
+ * rounded 1/sqrt in double (formats/ref.h).  Then FP8 (group amax, codes
+ * linear or tiled) or MXFP4 (blocks of 32 dims). */
 #include "cuda/cuda_common.cuh"
+
+/* Tokens a warp: IDX_TPW_WIDE where the duplicate check is a mark (more
+ * than DEDUP_SHARED_ROWS rows), 1 below: there each row scans the later
+ * rows' slots with the whole warp, and a decode step's few rows want many
+ * warps, not few full ones. */
+#ifndef DSV4KV_INDEXER_TPW
+#define DSV4KV_INDEXER_TPW 4
+#endif
+enum { IDX_TPW_WIDE = DSV4KV_INDEXER_TPW };
+#define IDX_LPT(tpw) (32 / (tpw))                            /* lanes a token */
+#define IDX_DPL(tpw) (INDEXER_DIM / IDX_LPT(tpw))            /* dims a lane */
+#define IDX_VPL(tpw) (IDX_DPL(tpw) / 4)                      /* the reference's 4-dim lanes in one lane */
+#define IDX_MX_LANES(tpw) (INDEXER_MXFP4_BLOCK / IDX_DPL(tpw)) /* lanes of an MXFP4 block */
+#define IDX_CHUNK(tpw) (IDX_DPL(tpw) / 2 < 4 ? IDX_DPL(tpw) / 2 : 4) /* pairs whose tables load together */
+enum { IDX_DPL_MAX = IDX_DPL(IDX_TPW_WIDE) };
+DSV4KV_STATIC_ASSERT(IDX_TPW_WIDE >= 2 && IDX_TPW_WIDE <= 4 && 32 % IDX_TPW_WIDE == 0, "tokens a warp");
+DSV4KV_STATIC_ASSERT((INDEXER_ROPE_FROM / 2) % (IDX_DPL_MAX / 2) == 0, "a lane is rotated whole or not at all");
 
 typedef struct {
   const uint8_t *k_pre;
@@ -23,6 +48,8 @@ typedef struct {
   int64_t page_stride;
   int32_t bs, record, fnuz, tiled, mx_scale, check_nonfinite;
   int32_t vec_k, vec4_c; /* 8-byte loads of k_pre rows; 4-byte stores on the cache */
+  int32_t vec_w, vec_cs; /* 4 table entries in one load (weight contiguous; cos_sin rows aligned) */
+  dpagediv bsd, rd;      /* division by the block size and by the compress ratio */
   record_layout layout;
   ddedup dd;
   dnote note;
@@ -31,122 +58,275 @@ typedef struct {
 static __device__ __forceinline__ float table_f(const uint8_t *t, int f32, int64_t off) {
   return f32 ? *(const float *)(t + off * 4) : bf16_to_f32(*(const uint16_t *)(t + off * 2));
 }
-
-static __device__ void store_fp8(const indexer_params *p, uint8_t *page, int64_t pos, const float *r, int lane) {
-  float amax = 0.0f;
-  for (int i = 0; i < 4; i++) amax = max_ignore_nan(amax, fabsf(r[i]));
-  amax = warp_max_group(amax, 32);
-  float scale;
-  uint8_t ue, codes[4];
-  const float inv = indexer_fp8_scale_ref(amax, p->fnuz, &scale, &ue);
-  if (p->fnuz) {
-    for (int i = 0; i < 4; i++) codes[i] = fp8_quant_code(r[i] * inv, 1);
+/* Entries off .. off+3 of a table of unit stride: one 16-byte (fp32) or
+ * 8-byte (bf16) load when vec (the host checked the alignment of every
+ * such off: a multiple of 4), else four. */
+static __device__ __forceinline__ void table_f4(const uint8_t *t, int f32, int64_t off, int vec, float *v) {
+  if (vec && f32) {
+    const float4 a = __ldg((const float4 *)(t + off * 4));
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+  } else if (vec) {
+    const uint2 a = __ldg((const uint2 *)(t + off * 2));
+    v[0] = f32_from_bits(a.x << 16), v[1] = f32_from_bits(a.x & 0xFFFF0000u);
+    v[2] = f32_from_bits(a.y << 16), v[3] = f32_from_bits(a.y & 0xFFFF0000u);
   } else {
-    const uint32_t w = e4m3x2_quant(r[0] * inv, r[1] * inv) | e4m3x2_quant(r[2] * inv, r[3] * inv) << 16;
-    for (int i = 0; i < 4; i++) codes[i] = (uint8_t)(w >> (8 * i));
-  }
-  const int64_t off = p->tiled ? idx_tiled_off(pos, 4 * lane) : record_values_off(&p->layout, p->bs, pos) + 4 * lane;
-  store_small(page + off, codes, 4, p->vec4_c);
-  if (lane == 0) { /* one 4-byte store (DEDUP_MARK reads this word) */
-    uint8_t *sc = page + record_scales_off(&p->layout, p->bs, pos);
-    const uint32_t w = p->mx_scale ? ue * 0x01010101u : f32_bits(scale);
-    uint8_t b[4] = {(uint8_t)w, (uint8_t)(w >> 8), (uint8_t)(w >> 16), (uint8_t)(w >> 24)};
-    store_small(sc, b, 4, p->vec4_c);
+    for (int i = 0; i < 4; i++) v[i] = table_f(t, f32, off + i);
   }
 }
 
-static __device__ void store_mxfp4(const indexer_params *p, uint8_t *page, int64_t pos, const float *r, int lane) {
-  float amax = 0.0f, inv;
-  for (int i = 0; i < 4; i++) amax = max_ignore_nan(amax, fabsf(r[i]));
-  amax = warp_max_group(amax, INDEXER_MXFP4_BLOCK / 4);
-  const uint8_t sb = mxfp4_block_scale_ref(amax, &inv);
-  uint8_t *values = page + record_values_off(&p->layout, p->bs, pos);
-  values[2 * lane] = (uint8_t)(e2m1_encode(r[1] * inv) << 4 | e2m1_encode(r[0] * inv));
-  values[2 * lane + 1] = (uint8_t)(e2m1_encode(r[3] * inv) << 4 | e2m1_encode(r[2] * inv));
-  /* the 4 scale bytes (lanes 0, 8, 16, 24) in one 4-byte store (DEDUP_MARK) */
-  const uint32_t b1 = __shfl_sync(FULL_MASK, (uint32_t)sb, 8), b2 = __shfl_sync(FULL_MASK, (uint32_t)sb, 16),
-                 b3 = __shfl_sync(FULL_MASK, (uint32_t)sb, 24);
-  if (lane == 0) {
-    const uint8_t b[4] = {sb, (uint8_t)b1, (uint8_t)b2, (uint8_t)b3};
+/* Across the lanes of one token's group (xor strides below IDX_LPT). */
+static __device__ __forceinline__ float group_max(float v, int lanes) {
+  for (int m = 1; m < lanes; m <<= 1) v = max_ignore_nan(v, __shfl_xor_sync(FULL_MASK, v, m));
+  return v;
+}
+static __device__ __forceinline__ int group_sum_i(int v, int tpw) {
+  for (int m = 1; m < IDX_LPT(tpw); m <<= 1) v += __shfl_xor_sync(FULL_MASK, v, m);
+  return v;
+}
+
+/* The reference's sum of squares of a 128-dim row (see the file comment):
+ * kw[] this lane's IDX_DPL bf16 values, two a word (low half first). */
+static __device__ __forceinline__ float row_sum_squares(const uint32_t *kw, int tpw) {
+  const int vpl = IDX_VPL(tpw);
+  float a[IDX_DPL_MAX / 4];
+  for (int q = 0; q < vpl; q++) {
+    const uint32_t lo = kw[2 * q], hi = kw[2 * q + 1];
+    const float e0 = f32_from_bits(lo << 16), e1 = f32_from_bits(lo & 0xFFFF0000u);
+    const float e2 = f32_from_bits(hi << 16), e3 = f32_from_bits(hi & 0xFFFF0000u);
+    float acc = fmaf(e0, e0, e1 * e1);
+    acc = fmaf(e2, e2, acc);
+    a[q] = fmaf(e3, e3, acc);
+  }
+  for (int m = 16; m >= 1; m >>= 1) {
+    if (m >= vpl) {
+      for (int q = 0; q < vpl; q++) a[q] = a[q] + __shfl_xor_sync(FULL_MASK, a[q], m / vpl);
+    } else {
+      float b[IDX_DPL_MAX / 4];
+      for (int q = 0; q < vpl; q++) b[q] = a[q] + a[q ^ m];
+      for (int q = 0; q < vpl; q++) a[q] = b[q];
+    }
+  }
+  return a[0];
+}
+
+/* Value i of a lane's packed bf16 words, as fp32. */
+static __device__ __forceinline__ float bf16_at(const uint32_t *w, int i) {
+  return f32_from_bits(i % 2 ? w[i / 2] & 0xFFFF0000u : w[i / 2] << 16);
+}
+
+/* n bytes at p (n a multiple of 4), 4 at a time where the cache allows. */
+static __device__ __forceinline__ void store_n(uint8_t *p, const uint8_t *b, int n, int vec4) {
+  for (int i = 0; i < n; i += 4) store_small(p + i, b + i, 4, vec4);
+}
+
+/* FP8: lane j's IDX_DPL codes and, from the group's first lane, the scale's
+ * 4 bytes in one store (DEDUP_MARK reads that word).  Every lane calls it;
+ * only lanes with `mine` store. */
+static __device__ __forceinline__ void store_fp8(const indexer_params *p, uint8_t *page, int64_t pos,
+                                                 const uint32_t *r, int j, int mine, int tpw) {
+  const int dpl = IDX_DPL(tpw);
+  float amax = 0.0f;
+  for (int i = 0; i < dpl; i++) amax = max_ignore_nan(amax, fabsf(bf16_at(r, i)));
+  amax = group_max(amax, IDX_LPT(tpw));
+  float scale;
+  uint8_t ue, codes[IDX_DPL_MAX];
+  const float inv = indexer_fp8_scale_ref(amax, p->fnuz, &scale, &ue);
+  if (p->fnuz) {
+    for (int i = 0; i < dpl; i++) codes[i] = fp8_quant_code(bf16_at(r, i) * inv, 1);
+  } else {
+    for (int i = 0; i < dpl; i += 2) {
+      const uint32_t w = e4m3x2_quant(bf16_at(r, i) * inv, bf16_at(r, i + 1) * inv);
+      codes[i] = (uint8_t)w, codes[i + 1] = (uint8_t)(w >> 8);
+    }
+  }
+  if (!mine) return;
+  const int64_t off = p->tiled ? idx_tiled_off(pos, dpl * j) : record_values_off(&p->layout, p->bs, pos) + dpl * j;
+  store_n(page + off, codes, dpl, p->vec4_c);
+  if (j == 0) {
+    const uint32_t w = p->mx_scale ? ue * 0x01010101u : f32_bits(scale);
+    const uint8_t b[4] = {(uint8_t)w, (uint8_t)(w >> 8), (uint8_t)(w >> 16), (uint8_t)(w >> 24)};
     store_small(page + record_scales_off(&p->layout, p->bs, pos), b, 4, p->vec4_c);
   }
 }
 
-__global__ void __launch_bounds__(CUDA_BLOCK) indexer_kernel(indexer_params p) {
-  __shared__ int64_t later[DEDUP_SHARED_ROWS];
+/* MXFP4: blocks of 32 dims (IDX_MX_LANES lanes), lane j's IDX_DPL / 2 bytes,
+ * the 4 scale bytes from the group's first lane in one store (DEDUP_MARK). */
+static __device__ __forceinline__ void store_mxfp4(const indexer_params *p, uint8_t *page, int64_t pos,
+                                                   const uint32_t *r, int j, int g, int mine, int tpw) {
+  const int dpl = IDX_DPL(tpw);
+  float amax = 0.0f, inv;
+  for (int i = 0; i < dpl; i++) amax = max_ignore_nan(amax, fabsf(bf16_at(r, i)));
+  amax = group_max(amax, IDX_MX_LANES(tpw));
+  const uint8_t sb = mxfp4_block_scale_ref(amax, &inv);
+  uint8_t packed[IDX_DPL_MAX / 2];
+  for (int i = 0; i < dpl; i += 2)
+    packed[i / 2] = (uint8_t)(e2m1_encode(bf16_at(r, i + 1) * inv) << 4 | e2m1_encode(bf16_at(r, i) * inv));
+  uint32_t sc[INDEXER_MXFP4_NUM_SCALES];
+  for (int k = 0; k < INDEXER_MXFP4_NUM_SCALES; k++)
+    sc[k] = __shfl_sync(FULL_MASK, (uint32_t)sb, g * IDX_LPT(tpw) + k * IDX_MX_LANES(tpw));
+  if (!mine) return;
+  uint8_t *values = page + record_values_off(&p->layout, p->bs, pos);
+  if (dpl / 2 >= 4)
+    store_n(values + dpl / 2 * j, packed, dpl / 2, p->vec4_c);
+  else
+    for (int i = 0; i < dpl / 2; i++) values[dpl / 2 * j + i] = packed[i];
+  if (j == 0) {
+    const uint8_t b[4] = {(uint8_t)sc[0], (uint8_t)sc[1], (uint8_t)sc[2], (uint8_t)sc[3]};
+    store_small(page + record_scales_off(&p->layout, p->bs, pos), b, 4, p->vec4_c);
+  }
+}
+
+/* Whether this group's row is the last to write its slot.  Warp-collective:
+ * DEDUP_MARK reads the mark from each group's first lane; the scans
+ * (DEDUP_SHARED, DEDUP_GLOBAL) run for one group's row at a time. */
+static __device__ __forceinline__ int row_is_last(const indexer_params *p, const int64_t *later, int64_t t,
+                                                  int64_t slot, const uint8_t *mark_word, int write, int g, int j,
+                                                  int tpw) {
+  if (p->dd.mode == DEDUP_MARK) {
+    unsigned int v = j == 0 && write ? __ldcg((const unsigned int *)mark_word) : 0u;
+    v = __shfl_sync(FULL_MASK, v, g * IDX_LPT(tpw));
+    return write && v == (p->dd.tag | (uint32_t)(t + 1) << p->dd.shift);
+  }
+  int last = 0;
+  for (int k = 0; k < tpw; k++) {
+    const int src = k * IDX_LPT(tpw);
+    if (!__shfl_sync(FULL_MASK, write, src)) continue; /* uniform: the same for every lane */
+    const int64_t tk = __shfl_sync(FULL_MASK, t, src), sk = __shfl_sync(FULL_MASK, slot, src);
+    const int hit = later_row_writes_slot(p->dd.mode, later, p->slots, p->T, tk, sk, p->positions, p->ratio,
+                                          p->cs_rows);
+    if (g == k) last = !hit;
+  }
+  return write && last;
+}
+
+/* The kernel body, compiled once a record (rec a constant: each kernel
+ * holds only its own quantizer's registers and branches).  Every lane runs
+ * every step (shuffles need the whole warp); `write` and `mine` gate the
+ * stores. */
+static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *later, int rec, int tpw) {
   if (dnote_idle(p.note)) return;
-  const int lane = lane_id();
+  const int lpt = IDX_LPT(tpw), dpl = IDX_DPL(tpw), chunk = IDX_CHUNK(tpw);
+  const int lane = lane_id(), g = lane / lpt, j = lane % lpt;
   if (p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, p.positions, p.ratio, p.cs_rows);
-  float w[4];
-  for (int i = 0; i < 4; i++) w[i] = table_f(p.weight, p.w_f32, (4 * lane + i) * p.w_stride);
-  for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
+  const int64_t stride = warp_count_global() * tpw;
+  for (int64_t t0 = warp_id_global() * tpw; t0 < p.T; t0 += stride) {
+    const int64_t t = t0 + g;
+    const int live = t < p.T;
     /* the row, its slot and position loaded together (one latency, not three) */
-    const uint8_t *row = p.k_pre + t * p.k_stride + 8 * lane;
-    uint16_t k[4];
+    uint32_t k[IDX_DPL_MAX / 2]; /* bf16 pairs, low half first */
+    const uint8_t *row = p.k_pre + (live ? t : 0) * p.k_stride + 2 * dpl * j;
     if (p.vec_k) {
-      const uint2 v = __ldg((const uint2 *)row);
-      k[0] = (uint16_t)v.x, k[1] = (uint16_t)(v.x >> 16), k[2] = (uint16_t)v.y, k[3] = (uint16_t)(v.y >> 16);
-    } else {
-      for (int i = 0; i < 4; i++) k[i] = (uint16_t)(row[2 * i] | row[2 * i + 1] << 8);
-    }
-    const int64_t slot = dix_i64(p.slots, t);
-    const int64_t pos = dix_i64(p.positions, t);
-    if (slot == -1) continue;
-    if (slot < 0 || slot >= p.num_slots) {
-      if (lane == 0) dnote1(p.note, t, SKIP_SLOT, t, slot, p.num_slots, 0, 0, 0);
-      continue;
-    }
-    if (pos < 0) {
-      if (lane == 0) dnote1(p.note, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
-      continue;
-    }
-    if (pos % p.ratio != p.ratio - 1) continue; /* only group-boundary tokens write */
-    const int64_t cp = (pos / p.ratio) * p.ratio;
-    if (cp >= p.cs_rows) {
-      if (lane == 0) dnote1(p.note, t, SKIP_COS_SIN_ROW, t, pos, cp, p.cs_rows, 0, 0);
-      continue;
-    }
-    /* this lane's cos / sin (pairs 2l, 2l+1; dims below INDEXER_ROPE_FROM
-     * are not rotated), loaded before the norm's arithmetic */
-    float cs[4] = {1.0f, 0.0f, 1.0f, 0.0f};
-    for (int h = 0; h < 2; h++) {
-      const int i = 2 * lane + h;
-      if (i >= INDEXER_ROPE_FROM / 2) {
-        const int64_t j = i - INDEXER_ROPE_FROM / 2, off = cp * p.cs_stride;
-        cs[2 * h] = table_f(p.cos_sin, p.cs_f32, off + j);
-        cs[2 * h + 1] = table_f(p.cos_sin, p.cs_f32, off + 32 + j);
+      for (int i = 0; i < dpl / 2; i += 2) {
+        const uint2 v = __ldg((const uint2 *)(row + 4 * i));
+        k[i] = v.x, k[i + 1] = v.y;
       }
+    } else {
+      for (int i = 0; i < dpl / 2; i++)
+        k[i] = row[4 * i] | row[4 * i + 1] << 8 | row[4 * i + 2] << 16 | (uint32_t)row[4 * i + 3] << 24;
     }
-    float e[4];
-    for (int i = 0; i < 4; i++) e[i] = bf16_to_f32(k[i]);
-    float acc = fmaf(e[0], e[0], e[1] * e[1]);
-    acc = fmaf(e[2], e[2], acc);
-    acc = fmaf(e[3], e[3], acc);
-    for (int m = 16; m >= 1; m >>= 1) acc = acc + __shfl_xor_sync(FULL_MASK, acc, m);
+    const int64_t slot = live ? dix_i64(p.slots, t) : -1;
+    const int64_t pos = live ? dix_i64(p.positions, t) : 0;
+    int write = slot != -1;
+    if (write && (slot < 0 || slot >= p.num_slots)) {
+      if (j == 0) dnote1(p.note, t, SKIP_SLOT, t, slot, p.num_slots, 0, 0, 0);
+      write = 0;
+    }
+    if (write && pos < 0) {
+      if (j == 0) dnote1(p.note, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
+      write = 0;
+    }
+    write = write && dpd_off(p.rd, pos) == p.ratio - 1; /* only group-boundary tokens write */
+    const int64_t cp = write ? dpd_page(p.rd, pos) * p.ratio : 0;
+    if (write && cp >= p.cs_rows) {
+      if (j == 0) dnote1(p.note, t, SKIP_COS_SIN_ROW, t, pos, cp, p.cs_rows, 0, 0);
+      write = 0;
+    }
+    if (!__any_sync(FULL_MASK, write)) continue; /* no row of this warp writes */
+    const float acc = row_sum_squares(k, tpw);
     int norm_bad;
     const float rstd = indexer_rstd_of_sum(acc, p.eps, &norm_bad);
     /* Counted before the duplicate check, the norm once when it alone is
      * non-finite (as the CPU counts). */
     if (p.check_nonfinite) {
-      const int64_t in = warp_sum_i64(count_nonfinite_bf16(k, 4));
-      if (lane == 0) dnote_nonfinite(p.note, in + (in == 0 && norm_bad));
+      int nf = 0;
+      for (int i = 0; i < dpl / 2; i++) nf += (k[i] & 0x7F80u) == 0x7F80u, nf += (k[i] & 0x7F800000u) == 0x7F800000u;
+      const int in = group_sum_i(nf, tpw);
+      const unsigned c = write && j == 0 ? (unsigned)(in + (in == 0 && norm_bad)) : 0u;
+      const unsigned total = __reduce_add_sync(FULL_MASK, c);
+      if (lane == 0) dnote_nonfinite(p.note, total);
     }
-    uint8_t *page = p.base + (slot / p.bs) * p.page_stride;
-    if (p.dd.mode == DEDUP_MARK ? !mark_is_mine(p.dd, page + record_scales_off(&p.layout, p.bs, slot % p.bs), t)
-                                : later_row_writes_slot(p.dd.mode, later, p.slots, p.T, t, slot, p.positions, p.ratio,
-                                                        p.cs_rows))
-      continue;
-    float r[4];
-    for (int h = 0; h < 2; h++) /* pair 2l + h: dims 4l + 2h, 4l + 2h + 1 */
-      indexer_norm_rope_pair(k[2 * h], k[2 * h + 1], w[2 * h], w[2 * h + 1], cs[2 * h], cs[2 * h + 1], rstd, r + 2 * h);
-    if (p.record == DSV4KV_RECORD_INDEXER_FP8)
-      store_fp8(&p, page, slot % p.bs, r, lane);
+    uint8_t *page = p.base + (write ? dpd_page(p.bsd, slot) : 0) * p.page_stride;
+    const int64_t in_page = write ? dpd_off(p.bsd, slot) : 0;
+    const int mine =
+        row_is_last(&p, later, t, slot, page + record_scales_off(&p.layout, p.bs, in_page), write, g, j, tpw);
+    if (!__any_sync(FULL_MASK, mine)) continue;
+    /* pair i0 + h: dims 2(i0 + h), 2(i0 + h) + 1, its weights and cos / sin
+     * (dims below INDEXER_ROPE_FROM are not rotated) loaded here, where
+     * they are used (L1 / L2 hits: one table for all rows, one cos_sin row
+     * per position) */
+    const int i0 = dpl / 2 * j;
+    uint32_t r[IDX_DPL_MAX / 2]; /* the results, bf16 pairs (exact: they are bf16 values) */
+    const int rotated = write && i0 >= INDEXER_ROPE_FROM / 2; /* the whole lane, or none of it */
+    for (int h0 = 0; h0 < dpl / 2; h0 += chunk) { /* `chunk` pairs: their weights, cos and sin */
+      float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, sn[4] = {0.0f, 0.0f, 0.0f, 0.0f}, w[8];
+      if (rotated) {
+        const int64_t off = cp * p.cs_stride + (i0 + h0 - INDEXER_ROPE_FROM / 2);
+        if (chunk == 4) {
+          table_f4(p.cos_sin, p.cs_f32, off, p.vec_cs, c);
+          table_f4(p.cos_sin, p.cs_f32, off + 32, p.vec_cs, sn);
+        } else {
+          for (int i = 0; i < chunk; i++)
+            c[i] = table_f(p.cos_sin, p.cs_f32, off + i), sn[i] = table_f(p.cos_sin, p.cs_f32, off + 32 + i);
+        }
+      }
+      for (int q = 0; q < 2 * chunk; q += 4) { /* entries 2(i0 + h0) + q ..: multiples of 4 */
+        if (p.vec_w)
+          table_f4(p.weight, p.w_f32, 2 * (i0 + h0) + q, 1, w + q);
+        else
+          for (int i = q; i < q + 4; i++) w[i] = table_f(p.weight, p.w_f32, (2 * (i0 + h0) + i) * p.w_stride);
+      }
+      for (int h = h0; h < h0 + chunk; h++) {
+        float rr[2];
+        indexer_norm_rope_pair((uint16_t)k[h], (uint16_t)(k[h] >> 16), w[2 * (h - h0)], w[2 * (h - h0) + 1],
+                               c[h - h0], sn[h - h0], rstd, rr);
+        r[h] = f32_bits(rr[0]) >> 16 | (f32_bits(rr[1]) & 0xFFFF0000u);
+      }
+    }
+    if (rec == DSV4KV_RECORD_INDEXER_FP8)
+      store_fp8(&p, page, in_page, r, j, mine, tpw);
     else
-      store_mxfp4(&p, page, slot % p.bs, r, lane);
+      store_mxfp4(&p, page, in_page, r, j, g, mine, tpw);
   }
 }
 
-const void *const cuda_indexer_kernels[] = {(const void *)indexer_kernel, NULL};
+/* Resident blocks of 256 threads a multiprocessor: the register bounds that
+ * spill nothing (ptxas -v): IDX_TPW_WIDE = 4 tokens a warp 64 registers, 1
+ * token 48. */
+#ifndef DSV4KV_INDEXER_MIN_BLOCKS
+#define DSV4KV_INDEXER_MIN_BLOCKS (IDX_TPW_WIDE >= 4 ? 4 : 5)
+#endif
+enum { INDEXER_MIN_BLOCKS = DSV4KV_INDEXER_MIN_BLOCKS, INDEXER_ROW_MIN_BLOCKS = 5 };
+__global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_fp8_kernel(indexer_params p) {
+  __shared__ int64_t later[DEDUP_SHARED_ROWS];
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, IDX_TPW_WIDE);
+}
+__global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_mxfp4_kernel(indexer_params p) {
+  __shared__ int64_t later[DEDUP_SHARED_ROWS];
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, IDX_TPW_WIDE);
+}
+/* One token a warp: rows that scan for duplicate slots (DEDUP_SHARED, DEDUP_GLOBAL). */
+__global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_ROW_MIN_BLOCKS) indexer_fp8_row_kernel(indexer_params p) {
+  __shared__ int64_t later[DEDUP_SHARED_ROWS];
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, 1);
+}
+__global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_ROW_MIN_BLOCKS) indexer_mxfp4_row_kernel(indexer_params p) {
+  __shared__ int64_t later[DEDUP_SHARED_ROWS];
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, 1);
+}
+
+const void *const cuda_indexer_kernels[] = {(const void *)indexer_fp8_kernel, (const void *)indexer_mxfp4_kernel,
+                                            (const void *)indexer_fp8_row_kernel,
+                                            (const void *)indexer_mxfp4_row_kernel, NULL};
 
 extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
@@ -179,6 +359,13 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   p.check_nonfinite = o->check_nonfinite;
   p.vec_k = (uintptr_t)p.k_pre % 8 == 0 && p.k_stride % 8 == 0;
   p.vec4_c = (uintptr_t)p.base % 4 == 0 && p.page_stride % 4 == 0;
+  /* table_f4 reads entries 4m .. 4m+3 (weight) and row * cs_stride + 4m ..
+   * (cos_sin): aligned when the base and the row stride are */
+  const int64_t cs_bytes = p.cs_f32 ? 4 : 2, w_bytes = p.w_f32 ? 4 : 2;
+  p.vec_w = a->weight.stride[0] == 1 && (uintptr_t)p.weight % (4 * w_bytes) == 0;
+  p.vec_cs = (uintptr_t)p.cos_sin % (4 * cs_bytes) == 0 && (p.cs_stride * cs_bytes) % (4 * cs_bytes) == 0;
+  p.bsd = dpagediv_of(p.bs);
+  p.rd = dpagediv_of(p.ratio);
   p.layout = c->layout;
   p.dd = dedup_mode_of(a->T, &c->layout, p.record == DSV4KV_RECORD_INDEXER_FP8 && !p.mx_scale, c->base,
                        c->page_stride);
@@ -189,8 +376,20 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
     const mark_params m = {p.slots, p.positions, p.T, p.num_slots, p.ratio, p.cs_rows, p.base, p.page_stride, p.bs,
                            p.layout, p.dd};
     cuda_mark_rows(call.stream, &m);
-    const unsigned grid = cuda_grid_rows(a->T);
-    CUDA_LAUNCH_REPORTED(indexer_kernel, grid, call, p);
+    const int fp8 = p.record == DSV4KV_RECORD_INDEXER_FP8;
+    if (p.dd.mode == DEDUP_MARK) { /* IDX_TPW_WIDE rows a warp */
+      const unsigned grid = cuda_grid_rows((a->T + IDX_TPW_WIDE - 1) / IDX_TPW_WIDE);
+      if (fp8)
+        CUDA_LAUNCH_REPORTED(indexer_fp8_kernel, grid, call, p);
+      else
+        CUDA_LAUNCH_REPORTED(indexer_mxfp4_kernel, grid, call, p);
+    } else {
+      const unsigned grid = cuda_grid_rows(a->T);
+      if (fp8)
+        CUDA_LAUNCH_REPORTED(indexer_fp8_row_kernel, grid, call, p);
+      else
+        CUDA_LAUNCH_REPORTED(indexer_mxfp4_row_kernel, grid, call, p);
+    }
   }
   return cuda_leave(&call, "indexer_k_norm_rope_store");
 }

@@ -145,10 +145,29 @@ static DSV4KV_HD float ue8m0_decode_ftz(uint8_t e) { return e == 0 ? 0.0f : ue8m
  * in exact arithmetic (NUMERICS §2.1 step 4; §9).  amax finite, > 0.  The
  * quotient in double is never rounded onto a power of two for bf16-derived
  * fp32 amax (it is a power of two only when amax = fp8_max * 2^k exactly). */
+static DSV4KV_HD int ceil_log2_ratio_bits(float amax, float max);
 static DSV4KV_HD int ceil_log2_ratio(float amax, double fp8_max) {
+#ifdef __CUDA_ARCH__
+  /* on the GPU a double division is ~40 instructions a lane: the same
+   * integer from the bits for every normal amax (ceil_log2_ratio_bits) */
+  if (amax >= 0x1p-126f && amax <= 0x1.fffffep127f) return ceil_log2_ratio_bits(amax, (float)fp8_max);
+#endif
   int e;
   double f = frexp((double)amax / fp8_max, &e); /* q = f * 2^e, f in [0.5, 1) */
   return f == 0.5 ? e - 1 : e;
+}
+
+/* ceil_log2_ratio for a normal positive finite amax and a normal max, from
+ * the bits: amax = a x 2^ea, max = m x 2^em (a, m in [1, 2)), and a / m lies
+ * in (1/2, 2), so the answer is ea - em, plus 1 when a > m.  The double
+ * quotient agrees: two 24-bit significands' quotient is either exactly 1 or
+ * at least 2^-24 away from it, far more than a double's rounding moves it.
+ * Checked against the double path on every normal fp32 amax for the three
+ * maxima used (448, 240, 6) by tests/cuda/exhaustive_cuda.cu, and on every
+ * significand at sampled exponents by tests/paths/exhaustive_paths.c. */
+static DSV4KV_HD int ceil_log2_ratio_bits(float amax, float max) {
+  const uint32_t a = f32_bits(amax), m = f32_bits(max);
+  return (int)(a >> 23) - (int)(m >> 23) + ((a & 0x7FFFFFu) > (m & 0x7FFFFFu));
 }
 
 /* ceil_log2_ratio(amax, max) without a division or libm call, for a normal

@@ -11,6 +11,9 @@
  *                every NVFP4 block scale (device division, --fmad=false)
  *   e2m1 decode  e2m1x2_decode_2m14 x (sv x 2^14) -> bf16x2_high (and
  *                bf16x2_of) == f32_to_bf16(e2m1_decode(c) * sv)
+ *   scale exp    ceil_log2_ratio_bits (the device's UE8M0 exponent) == the
+ *                double division and frexp for every normal fp32 amax and
+ *                each quantizer maximum (448, 240, 6)
  *
  * Exit 0 when every check matched, 1 on a mismatch (the first printed), 77
  * when no CUDA device of compute capability 9.0+ runs here. */
@@ -20,8 +23,8 @@
 #include "formats/e2m1_div.h"
 
 typedef struct {
-  unsigned long long bad[4];
-  unsigned long long first[4]; /* the first failing input, packed per check */
+  unsigned long long bad[5];
+  unsigned long long first[5]; /* the first failing input, packed per check */
 } results;
 
 __global__ void e4m3_encode_all(results *r) {
@@ -71,6 +74,21 @@ __global__ void e2m1_decode_all(results *r) {
   if (bad && atomicAdd(&r->bad[3], 1ull) == 0) r->first[3] = i;
 }
 
+__global__ void scale_exp_all(results *r) {
+  const float max[3] = {FP8_OCP_MAX, FP8_FNUZ_MAX, E2M1_MAX};
+  for (uint64_t u = 0x00800000u + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; u < 0x7F800000u;
+       u += (uint64_t)gridDim.x * blockDim.x) {
+    const float amax = f32_from_bits((uint32_t)u);
+    for (int k = 0; k < 3; k++) {
+      int e;
+      const double f = frexp((double)amax / (double)max[k], &e); /* the reference's recipe (NUMERICS §9) */
+      const int want = f == 0.5 ? e - 1 : e;
+      if (ceil_log2_ratio_bits(amax, max[k]) != want && atomicAdd(&r->bad[4], 1ull) == 0)
+        r->first[4] = u | (uint64_t)k << 32;
+    }
+  }
+}
+
 static int check(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return 0;
   fprintf(stderr, "exhaustive_cuda: %s: %s\n", what, cudaGetErrorString(e));
@@ -90,14 +108,16 @@ int main(void) {
   fp8_decode_all<<<256, 256>>>(d);
   e2m1_encode_all<<<(0x7E << 16) / 256, 256>>>(d);
   e2m1_decode_all<<<256, 256>>>(d);
+  scale_exp_all<<<4096, 256>>>(d);
   if (check(cudaGetLastError(), "launch") || check(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "copy back"))
     return 1;
   cudaFree(d);
-  static const char *const name[4] = {"e4m3 encode (2^32 fp32)", "fp8 decode (256 codes x 256 scales)",
+  static const char *const name[5] = {"e4m3 encode (2^32 fp32)", "fp8 decode (256 codes x 256 scales)",
                                       "e2m1 encode by compares (65536 bf16 x 126 scales)",
-                                      "e2m1 decode (256 bytes x 256 scales)"};
+                                      "e2m1 decode (256 bytes x 256 scales)",
+                                      "scale exponent from bits (every normal fp32 x 3 maxima)"};
   int bad = 0;
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     printf("%-52s %s", name[k], h.bad[k] ? "MISMATCH" : "identical");
     if (h.bad[k]) printf(": %llu inputs, the first 0x%llx", h.bad[k], h.first[k]);
     printf("\n");

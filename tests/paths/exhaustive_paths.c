@@ -69,7 +69,19 @@ static int check_exponent_rule(void) {
     bad += ceil_log2_ratio_175(AMAX_FLOOR, fnuz ? 7 : 8) !=
            ceil_log2_ratio(AMAX_FLOOR, fnuz ? (double)FP8_FNUZ_MAX : (double)FP8_OCP_MAX);
   printf("exponent rule: %s on every bf16 amax\n", bad ? "DIFFERS" : "equal to the division");
-  return bad != 0;
+  /* The GPU's rule (ceil_log2_ratio_bits) on every significand at a low, a
+   * middle and the highest exponents (the rule and the division both shift
+   * with the exponent; tests/cuda/exhaustive_cuda.cu runs every fp32). */
+  int bad_bits = 0;
+  const float max[3] = {FP8_OCP_MAX, FP8_FNUZ_MAX, E2M1_MAX};
+  const uint32_t exps[4] = {1, 120, 135, 254};
+  for (int x = 0; x < 4; x++)
+    for (uint32_t m = 0; m < 0x800000u; m++) {
+      const float a = f32_from_bits(exps[x] << 23 | m);
+      for (int k = 0; k < 3; k++) bad_bits += ceil_log2_ratio_bits(a, max[k]) != ceil_log2_ratio(a, (double)max[k]);
+    }
+  printf("exponent from bits: %s on every significand at 4 exponents\n", bad_bits ? "DIFFERS" : "equal to the division");
+  return bad != 0 || bad_bits != 0;
 }
 
 /* An insert of `rows` rows of k (slots 0..rows-1) on `path`. */
