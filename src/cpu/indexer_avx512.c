@@ -63,6 +63,30 @@ static AVX512F void norm_rope(const uint16_t *k, const float *we, const float *w
   }
 }
 
+/* indexer_fp8_scale_ref with the exponent from the bits
+ * (ceil_log2_ratio_bits: equal to the reference's double division for every
+ * normal amax, tests/paths/exhaustive_paths.c; after the floor amax is normal
+ * or Inf, and Inf takes the reference's code). */
+static inline float fp8_scale_fast(float amax, int fnuz, float *scale, uint8_t *ue) {
+  amax = max_ignore_nan(amax, AMAX_FLOOR);
+  if (isinf(amax)) return indexer_fp8_scale_ref(amax, fnuz, scale, ue);
+  const int e = ceil_log2_ratio_bits(amax, fp8_quant_max(fnuz)), b = e + 127;
+  *ue = (uint8_t)(b < 0 ? 0 : b > 255 ? 255 : b);
+  *scale = pow2f(e);
+  return pow2f(-e);
+}
+
+/* mxfp4_block_scale_ref, the exponent from the bits likewise. */
+static inline uint8_t mxfp4_scale_fast(float amax, float *inv) {
+  amax = max_ignore_nan(amax, MXFP4_AMAX_FLOOR);
+  if (isinf(amax)) return mxfp4_block_scale_ref(amax, inv);
+  int l = ceil_log2_ratio_bits(amax, E2M1_MAX);
+  if (l < -127) l = -127;
+  if (l > 127) l = 127;
+  *inv = l == 127 ? 0.0f : pow2f(-l);
+  return (uint8_t)(l + 127);
+}
+
 /* NaN-ignoring max of |v| into acc (max_ps keeps its 2nd operand for a NaN). */
 static AVX512F __m512 amax_acc(__m512 v, __m512 acc) { return _mm512_max_ps(_mm512_abs_ps(v), acc); }
 
@@ -81,7 +105,7 @@ AVX512F void indexer_fp8_avx512(const uint16_t *k, const float *we, const float 
   __m512 acc = _mm512_setzero_ps();
   if (!finite)
     for (int p = 0; p < 4; p++) acc = amax_acc(ro[p], amax_acc(re[p], acc));
-  const float inv = indexer_fp8_scale_ref(finite ? f32_from_bits(amax_bits) : _mm512_reduce_max_ps(acc), fnuz, scale, ue);
+  const float inv = fp8_scale_fast(finite ? f32_from_bits(amax_bits) : _mm512_reduce_max_ps(acc), fnuz, scale, ue);
   const __m512 vinv = _mm512_set1_ps(inv);
   for (int p = 0; p < 4; p++) {
     __m512i c[2];
@@ -121,7 +145,7 @@ AVX512F void indexer_mxfp4_avx512(const uint16_t *k, const float *we, const floa
   norm_rope(k, we, wo, cos_sin, rstd, re, ro);
   for (int b = 0; b < 4; b++) { /* block b = dims 32b .. 32b + 31 = re[b], ro[b] */
     float inv;
-    scales[b] = mxfp4_block_scale_ref(_mm512_reduce_max_ps(amax_acc(ro[b], amax_acc(re[b], _mm512_setzero_ps()))), &inv);
+    scales[b] = mxfp4_scale_fast(_mm512_reduce_max_ps(amax_acc(ro[b], amax_acc(re[b], _mm512_setzero_ps()))), &inv);
     const __m512 s = _mm512_set1_ps(inv);
     const __m512i c = _mm512_or_si512(e2m1x16(_mm512_mul_ps(re[b], s)), _mm512_slli_epi32(e2m1x16(_mm512_mul_ps(ro[b], s)), 4));
     _mm_storeu_si128((__m128i *)(packed + 16 * b), _mm512_cvtepi32_epi8(c));

@@ -66,13 +66,14 @@ static AVX512 void fp8_chunk_fast(__m512i z, __m512 inv, int fnuz, uint8_t *code
   _mm_storeu_si128((__m128i *)(codes + 16), _mm256_extracti128_si256(b, 1));
 }
 
-/* n (32 or 64) bf16 values with one UE8M0 scale: codes[n], *scale_byte;
+/* n (32 or 64) bf16 values with one UE8M0 scale: codes[n], *scale_byte,
+ * from z[n / 32] (the values, loaded by the caller; x: the same in memory);
  * a block holding a NaN or an Inf goes to fp8_block_any.  amax as unsigned
  * integer max of the magnitudes' bits (the same order; NaN above Inf). */
-static AVX512 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, uint8_t *scale_byte) {
-  __m512i z[2], m = _mm512_setzero_si512();
+static AVX512 void fp8_block_z(const __m512i *z, const uint16_t *x, int n, int fnuz, uint8_t *codes,
+                               uint8_t *scale_byte) {
+  __m512i m = _mm512_setzero_si512();
   for (int i = 0; i < n / 32; i++) {
-    z[i] = _mm512_loadu_si512((const void *)(x + 32 * i));
     m = _mm512_max_epu32(m, _mm512_max_epu32(_mm512_and_si512(_mm512_slli_epi32(z[i], 16), _mm512_set1_epi32(0x7FFFFFFF)),
                                              _mm512_and_si512(z[i], _mm512_set1_epi32(0x7FFF0000))));
   }
@@ -175,16 +176,28 @@ static AVX512 int nvfp4_16_blocks(const uint16_t *x, uint8_t *packed, uint8_t *s
 
 static AVX512 int quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales) {
   switch (rec) {
-    case DSV4KV_RECORD_V4:
+    case DSV4KV_RECORD_V4: {
+      /* the whole row loaded before the first store (see MXFP8) */
+      __m512i z[HEAD_DIM / 32];
+      for (int i = 0; i < HEAD_DIM / 32; i++) z[i] = _mm512_loadu_si512((const void *)(x + 32 * i));
       for (int s = 0; s < V4_NUM_SCALES; s++)
-        fp8_block(x + s * V4_BLOCK, V4_BLOCK, fnuz, values + s * V4_BLOCK, scales + s);
+        fp8_block_z(z + 2 * s, x + s * V4_BLOCK, V4_BLOCK, fnuz, values + s * V4_BLOCK, scales + s);
       scales[V4_NUM_SCALES] = 0;
-      memcpy(values + NOPE_DIM, x + NOPE_DIM, ROPE_DIM * sizeof(uint16_t));
+      for (int i = NOPE_DIM / 32; i < HEAD_DIM / 32; i++) /* the RoPE dims' bf16 bytes as they are */
+        _mm512_storeu_si512((void *)(values + NOPE_DIM + 64 * (i - NOPE_DIM / 32)), z[i]);
       return 1;
-    case DSV4KV_RECORD_MXFP8:
+    }
+    case DSV4KV_RECORD_MXFP8: {
+      /* the whole row loaded before the first store: its loads then never
+       * wait behind this record's stores (a store whose address matches a
+       * later load in bits 0-11 holds the load up; the 528-byte records
+       * against 1024-byte rows met that often) */
+      __m512i z[MXFP8_NUM_SCALES];
+      for (int s = 0; s < MXFP8_NUM_SCALES; s++) z[s] = _mm512_loadu_si512((const void *)(x + s * MXFP8_BLOCK));
       for (int s = 0; s < MXFP8_NUM_SCALES; s++)
-        fp8_block(x + s * MXFP8_BLOCK, MXFP8_BLOCK, fnuz, values + s * MXFP8_BLOCK, scales + s);
+        fp8_block_z(z + s, x + s * MXFP8_BLOCK, MXFP8_BLOCK, fnuz, values + s * MXFP8_BLOCK, scales + s);
       return 1;
+    }
     case DSV4KV_RECORD_NVFP4:
       for (int g = 0; g < NVFP4_NUM_SCALES; g += 16)
         if (!nvfp4_16_blocks(x + g * NVFP4_BLOCK, values + g * NVFP4_BLOCK / 2, scales + g))
