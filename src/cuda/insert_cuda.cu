@@ -17,6 +17,7 @@ typedef struct {
   uint8_t *base;
   int64_t page_stride, num_slots;
   int32_t bs;
+  dpagediv bsd; /* division by bs: a shift for a power of two */
   int32_t record, fnuz, check_nonfinite;
   int32_t vec_k, vec_c, vec4_c; /* 16-byte accesses on k / on the cache; 4-byte scale words */
   record_layout layout;
@@ -118,8 +119,8 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
       const int64_t nf = warp_sum_i64(count_nonfinite_bf16(x, 16));
       if (lane == 0) dnote_nonfinite(p.note, nf);
     }
-    uint8_t *page = p.base + (slot / p.bs) * p.page_stride;
-    const int64_t pos = slot % p.bs;
+    uint8_t *page = p.base + dpd_page(p.bsd, slot) * p.page_stride; /* slot >= 0 */
+    const int64_t pos = dpd_off(p.bsd, slot);
     uint8_t *scales = page + record_scales_off(&p.layout, p.bs, pos);
     if (p.dd.mode == DEDUP_MARK ? !mark_is_mine(p.dd, scales, t)
                                 : later_row_writes_slot(p.dd.mode, later, p.slots, p.T, t, slot, no_positions, 1, 0))
@@ -159,6 +160,7 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
   p.page_stride = c->page_stride;
   p.num_slots = c->num_pages * c->block_size;
   p.bs = c->block_size;
+  p.bsd = dpagediv_of(p.bs);
   p.record = (int32_t)c->record;
   p.fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
   p.check_nonfinite = o->check_nonfinite;
