@@ -17,6 +17,9 @@ set -uo pipefail
 base=$1 rounds=$2
 shift 2
 root=$(cd "$(dirname "$0")/.." && pwd)
+case $rounds in '' | *[!0-9]* | 0) echo "gpu-ab: ROUNDS must be a whole number >= 1, not '$rounds'" >&2; exit 2 ;; esac
+[ -d "$base" ] || { echo "gpu-ab: BASE '$base' is not a folder" >&2; exit 2; }
+[ "$(cd "$base" && pwd)" != "$root" ] || { echo "gpu-ab: BASE is this checkout itself (A and B would be one build)" >&2; exit 2; }
 [ -x "$root/build-gpu/dsv4kv" ] || { echo "gpu-ab: no build-gpu/dsv4kv (run scripts/gpu-check.sh first)" >&2; exit 2; }
 export PATH=$PATH:/usr/local/cuda/bin
 args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DDSV4KV_WITH_CUDA=ON -DDSV4KV_BUILD_TESTS=OFF)
@@ -30,10 +33,13 @@ if [ -d "$prefix" ]; then
 fi
 (cmake -S "$base" -B "$base/build-gpu" "${args[@]}" >/dev/null && cmake --build "$base/build-gpu" -j"$(nproc)" >/dev/null) ||
   { echo "gpu-ab: the base tree did not build" >&2; exit 1; }
+fail=0
 for i in $(seq 1 "$rounds"); do
   for side in A B; do
     bin=$root/build-gpu/dsv4kv
     [ $side = A ] && bin=$base/build-gpu/dsv4kv
     "$bin" bench --device cuda "$@" | sed "s/^/$side$i /"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || fail=1
   done
 done
+exit $fail

@@ -57,12 +57,21 @@ int sim_plot_check(const char *path, char *why, size_t n) {
              "gnuplot-nox (scripts/deps.sh does), or leave --plot out");
     return -1;
   }
-  FILE *f = fopen(path, "w");
+  /* gnuplot's `set output` takes a leading | as a command to pipe into */
+  if (path[0] == '|' || strpbrk(path, "\n\r`")) {
+    snprintf(why, n, "a file name that starts with '|' or holds line breaks or backquotes is refused");
+    return -1;
+  }
+  /* writable, without truncating a file that is there (a later failure
+   * must not have destroyed it) nor leaving one that was not */
+  const int existed = access(path, F_OK) == 0;
+  FILE *f = fopen(path, "a");
   if (!f) {
     snprintf(why, n, "cannot create the file: %s", strerror(errno));
     return -1;
   }
   fclose(f);
+  if (!existed) remove(path);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 /* `dsv4kv plot REPORT.json -o FILE`: the plot of a JSON report written by
  * `dsv4kv run --json` (schema 2; see plot.h, report_json.c). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@ static void usage(FILE *f) {
           2);
 }
 
+/* A report is at most this large: `dsv4kv run` writes a few MiB at most. */
+#define REPORT_MAX_BYTES ((size_t)64 << 20)
+
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f)
@@ -36,6 +40,11 @@ static char *slurp(const char *path) {
     n += fread(buf + n, 1, cap - n - 1, f);
     if (n < cap - 1)
       break;
+    if (cap >= REPORT_MAX_BYTES) { /* past the cap: refused */
+      free(buf);
+      buf = NULL;
+      break;
+    }
     char *p = realloc(buf, cap * 2);
     if (!p) {
       free(buf);
@@ -50,6 +59,19 @@ static char *slurp(const char *path) {
   fclose(f);
   return buf;
 }
+
+/* Text from the report headed for the gnuplot script: letters, digits and a
+ * few harmless marks go through, the rest becomes _ (a quote, a line break,
+ * a backquote could end a string or a data block and reach the shell). */
+static void plot_text(char *t) {
+  for (; *t; t++)
+    if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') ||
+          strchr(" _-.,=()+:/%", *t)))
+      *t = '_';
+}
+
+/* A JSON number as an integer of [lo, hi] (anything else: lo). */
+static double in_range(double v, double lo, double hi) { return v >= lo && v <= hi ? v : lo; }
 
 static double num(const cJSON *o, const char *key) {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -80,11 +102,13 @@ static int read_series(const cJSON *run, sim_point **out, int *n) {
   sim_point *p = calloc((size_t)(len > 0 ? len : 1), sizeof *p);
   if (!p)
     return -1;
-  for (int i = 0; i < len; i++) {
-    p[i].t_s = cJSON_GetArrayItem(t, i)->valuedouble;
-    p[i].pages = (int32_t)cJSON_GetArrayItem(pg, i)->valuedouble;
-    p[i].running = (int32_t)cJSON_GetArrayItem(ru, i)->valuedouble;
-    p[i].queued = (int64_t)cJSON_GetArrayItem(qu, i)->valuedouble;
+  /* the four columns walked together (cJSON_GetArrayItem is O(i)) */
+  const cJSON *a = t->child, *b = pg->child, *c = ru->child, *q = qu->child;
+  for (int i = 0; i < len && a && b && c && q; i++, a = a->next, b = b->next, c = c->next, q = q->next) {
+    p[i].t_s = in_range(a->valuedouble, 0, 1e12);
+    p[i].pages = (int32_t)in_range(b->valuedouble, 0, INT32_MAX);
+    p[i].running = (int32_t)in_range(c->valuedouble, 0, INT32_MAX);
+    p[i].queued = (int64_t)in_range(q->valuedouble, 0, 1e15);
   }
   *out = p;
   *n = len;
@@ -101,7 +125,8 @@ static int data_of(const cJSON *root, sim_plot_data *d, const char **why) {
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   const cJSON *runs = cJSON_GetObjectItemCaseSensitive(root, "runs");
   snprintf(d->model, sizeof d->model, "%s", str(model, "name"));
-  d->layers = (int)num(model, "layers");
+  plot_text(d->model);
+  d->layers = (int)in_range(num(model, "layers"), 0, 1 << 20);
   int points = 0;
   for (int i = 0; cJSON_IsArray(runs) && i < cJSON_GetArraySize(runs) && i < SIM_MAX_FORMATS;
        i++) {
@@ -111,9 +136,10 @@ static int data_of(const cJSON *root, sim_plot_data *d, const char **why) {
     sim_plot_run *pr = &d->runs[d->n++];
     snprintf(pr->format, sizeof pr->format, "%s", str(r, "format"));
     snprintf(pr->indexer, sizeof pr->indexer, "%s", str(r, "indexer_format"));
+    plot_text(pr->format), plot_text(pr->indexer);
     if (i == 0)
-      snprintf(d->workload, sizeof d->workload, "%s", str(r, "workload"));
-    pr->pool_pages = (int32_t)num(cfg, "num_blocks");
+      snprintf(d->workload, sizeof d->workload, "%s", str(r, "workload")), plot_text(d->workload);
+    pr->pool_pages = (int32_t)in_range(num(cfg, "num_blocks"), 0, INT32_MAX);
     pr->bpt_swa = num(mb, "swa_bytes_per_token");
     pr->bpt_comp = num(mb, "compressed_bytes_per_token");
     pr->bpt_idx = num(mb, "indexer_bytes_per_token");

@@ -65,6 +65,9 @@ dsv4kv_status tview_last_contiguous(const tview *v, const char *name);
 dsv4kv_status tview_output(const tview *v, const char *name);
 /* Two outputs must not overlap. */
 dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, const char *bn);
+/* DSV4KV_ERR_STRIDE when the output's span meets the input's (e.g. a gather's
+ * out inside the cache it reads). */
+dsv4kv_status tview_apart_from_input(const tview *out, const char *on, const tview *in, const char *in_name);
 
 /* A paged cache checked against its description (src/ops/cache_check.c). */
 typedef struct {

@@ -216,6 +216,18 @@ dsv4kv_status tview_output(const tview *v, const char *name) {
   return DSV4KV_OK;
 }
 
+dsv4kv_status tview_apart_from_input(const tview *out, const char *on, const tview *in, const char *in_name) {
+  uintptr_t alo, ahi, blo, bhi;
+  span_of(out, &alo, &ahi);
+  span_of(in, &blo, &bhi);
+  if (alo < bhi && blo < ahi)
+    return dsv4kv_fail(DSV4KV_ERR_STRIDE,
+                       "%s overlaps %s in memory: the rows written would change what later rows read, so the bytes "
+                       "would depend on the order of the writes",
+                       on, in_name);
+  return DSV4KV_OK;
+}
+
 dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, const char *bn) {
   uintptr_t alo, ahi, blo, bhi;
   span_of(a, &alo, &ahi);

@@ -192,6 +192,28 @@ static void sec4_zero_length_and_offset(void **state) {
   }
 }
 
+/* out inside the cache it reads: refused (ERR_STRIDE), nothing written; the
+ * bytes would otherwise depend on the path and the threads' schedule. */
+static void sec4_out_inside_cache_refused(void **state) {
+  (void)state;
+  tcache c;
+  tcache_make(&c, DSV4KV_RECORD_V4, 0, 4, 64, 0, 0, 0);
+  memset(c.data, 0x11, c.nbytes);
+  int32_t seqv[1] = {64}, btv[1] = {0};
+  ti32 seq, bt;
+  i32_make1(&seq, seqv, 1);
+  bt_make(&bt, btv, 1, 1, 1, 1);
+  tout o; /* a view of the cache's own bytes as out [1, 8, 512] */
+  memset(&o, 0, sizeof o);
+  tv_3d(&o.v, c.data + c.page_stride, dt_bf16(), 1, 8, 512, 8 * 512, 512, 1);
+  int64_t sk;
+  assert_status(run_gather(&o, &c, &seq, NULL, &bt, 0, 0, &sk), DSV4KV_ERR_STRIDE);
+  for (size_t i = 0; i < c.nbytes; i++) assert_int_equal(c.data[i], 0x11);
+  tcache_free(&c);
+  fb_free(&seq.fb);
+  fb_free(&bt.fb);
+}
+
 /* Hand-computed V4 decode: scale byte 0 -> zeros (signed), 255 -> Inf (0*Inf
  * = NaN), NaN codes -> 0x7FFF, subnormal / overflowing products, raw RoPE. */
 static void sec4_v4_special_scales_hand_checked(void **state) {
@@ -480,6 +502,7 @@ int main(void) {
       cmocka_unit_test(sec4_insert_then_gather_layout_agrees),
       cmocka_unit_test(sec4_large_page_ids_64bit_addressing),
       cmocka_unit_test(sec4_gather_num_workers),
+      cmocka_unit_test(sec4_out_inside_cache_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -313,9 +313,11 @@ static int check_outputs(const bench_cli *c) {
   if (c->plot && sim_plot_check(c->plot, why, sizeof why))
     return fprintf(stderr, "dsv4kv bench: --plot %s: %s\n", c->plot, why), 2;
   if (c->json && strcmp(c->json, "-")) {
+    const int existed = access(c->json, F_OK) == 0; /* writable, left as it was */
     FILE *f = fopen(c->json, "a");
     if (!f) return fprintf(stderr, "dsv4kv bench: --json %s: %s\n", c->json, strerror(errno)), 2;
     fclose(f);
+    if (!existed) remove(c->json);
   }
   return 0;
 }
@@ -356,6 +358,11 @@ int cmd_bench(int argc, char **argv) {
   if (c.from) { /* the plot of an earlier run (e.g. one on a GPU machine without gnuplot) */
     if (!(root = bench_load_results(c.from))) return 1;
     c.cuda = !strcmp(bench_json_str(root, "device"), "cuda");
+    if (cJSON_GetArraySize(cJSON_GetObjectItem(root, "results")) == 0) {
+      fprintf(stderr, "dsv4kv bench: --from-json %s: no results to plot\n", c.from);
+      cJSON_Delete(root);
+      return 1;
+    }
   } else {
     root = cJSON_CreateObject();
     cJSON_AddArrayToObject(root, "results");
@@ -371,6 +378,10 @@ int cmd_bench(int argc, char **argv) {
     if (table_to_stderr) fflush(stdout), saved = dup(1), dup2(2, 1);
     rc = c.cuda ? bench_gpu(&o, root) : bench_cpu(&o, root);
     if (saved >= 0) fflush(stdout), dup2(saved, 1), close(saved);
+  }
+  if (rc == 2) { /* nothing was timed (no such device): no outputs either */
+    cJSON_Delete(root);
+    return rc;
   }
   if (c.json && !c.from && write_json(root, c.json)) rc = rc ? rc : 1;
   if (c.plot && cJSON_GetArraySize(cJSON_GetObjectItem(root, "results")) > 0 && draw(root, c.plot, c.cuda))

@@ -163,8 +163,8 @@ static void plot_script(FILE *g, const char *path, const char *title, double cei
 
 int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref_field, double ceiling,
                const char *title) {
-  if (strpbrk(path, "'\n`")) { /* it goes into the script in single quotes */
-    fprintf(stderr, "dsv4kv bench: --plot %s: a file name with quotes, backquotes or line breaks is refused\n", path);
+  if (path[0] == '|' || strpbrk(path, "'\n`")) { /* single quotes in the script; | would pipe to a command */
+    fprintf(stderr, "dsv4kv bench: --plot %s: a file name that starts with '|' or holds quotes, backquotes or line breaks is refused\n", path);
     return -2;
   }
   char ours[] = "/tmp/dsv4kv-bench-XXXXXX", refs[] = "/tmp/dsv4kv-bench-ref-XXXXXX";

@@ -73,8 +73,11 @@ static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, 
   const __mmask32 nan = fnuz ? _mm512_cmpeq_epi16_mask(c, _mm512_set1_epi16(0x80))
                              : _mm512_cmpeq_epi16_mask(_mm512_and_si512(c, _mm512_set1_epi16(0x7F)), _mm512_set1_epi16(0x7F));
   __m512i u[2];
+  /* the halves named by constants: the extract takes an immediate, which a
+   * loop index is not in an unoptimized build */
+  const __m256i half[2] = {_mm512_extracti64x4_epi64(h, 0), _mm512_extracti64x4_epi64(h, 1)};
   for (int i = 0; i < 2; i++) {
-    const __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, i)), s8);
+    const __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(half[i]), s8);
     const __m512i b = _mm512_castps_si512(f);
     if (exact) { /* an exact product of <= 4 significant bits: its low 16 bits are 0, RNE is the high half */
       u[i] = _mm512_srli_epi32(b, 16);

@@ -120,7 +120,7 @@ static void read_min_ns(void) {
   const char *e = getenv("DSV4KV_CPU_PARALLEL_MIN_NS");
   char *end;
   double v = e ? strtod(e, &end) : -1;
-  min_ns = e && end != e && v >= 0 ? v : CPU_PARALLEL_MIN_NS;
+  min_ns = e && end != e && *end == '\0' && v >= 0 && v <= 1e15 ? v : CPU_PARALLEL_MIN_NS; /* else the default */
 }
 
 /* The output size past which gathers store rows non-temporally:
@@ -132,7 +132,8 @@ static void read_nt_min(void) {
   const char *e = getenv("DSV4KV_CPU_NT_MIN_BYTES");
   char *end;
   double v = e ? strtod(e, &end) : -1;
-  nt_min_bytes = e && end != e && v >= 0 ? v : CPU_NT_MIN_BYTES;
+  /* a whole number of bytes, nothing after it ("32MiB" is not 32): else the default */
+  nt_min_bytes = e && end != e && *end == '\0' && v >= 0 && v <= 1e18 ? v : CPU_NT_MIN_BYTES;
 }
 double cpu_nt_min_bytes(void) {
   pthread_once(&nt_once, read_nt_min);

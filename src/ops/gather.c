@@ -14,6 +14,7 @@ dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DL
   if ((st = tview_make_rows(&a.out, out, "out", DT_BF16, 3, HEAD_DIM))) return st;
   if ((st = tview_output(&a.out, "out"))) return st;
   if ((st = cache_view_make(&a.cache, &cache_tv, k_cache, cache, MAIN_CACHE_RECORDS))) return st;
+  if ((st = tview_apart_from_input(&a.out, "out", &cache_tv, "k_cache"))) return st;
   if ((st = tview_make(&a.seq_lens, seq_lens, "seq_lens", DT_I32, 1))) return st;
   a.R = a.seq_lens.shape[0];
   if (gather_lens) {

@@ -68,6 +68,29 @@ PY
   ls "$work"/pwned* >/dev/null 2>&1 && fail "--from-json: a command in the JSON ran"
   [ -s "$work/evil.png" ] || fail "--from-json: the hostile file's plot was not drawn"
 fi
+# plot paths gnuplot would pipe into a command; a run report whose strings hold a
+# data block's end and a shell escape; an existing plot left whole by a refused JSON
+if command -v gnuplot >/dev/null 2>&1; then
+  (cd "$work" && "$bin" bench --from-json evil.json --plot '|touch pwned4 #.png' >/dev/null 2>&1)
+  [ $? -eq 2 ] || fail "--plot '|...': exit status not 2"
+  "$bin" run --max-requests 3 --json "$work/run.json" >/dev/null 2>&1 || fail "run --json"
+  python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+d = json.load(open(w + "/run.json"))
+d["runs"][0]["format"] = "\nEOD\n!touch %s/pwned5\n" % w
+d["model"]["name"] = "x'\n!touch %s/pwned6" % w
+json.dump(d, open(w + "/evil-run.json", "w"))
+PY
+  "$bin" plot "$work/evil-run.json" -o "$work/evil-run.png" >/dev/null 2>&1 || fail "plot of the hostile report"
+  (cd "$work" && "$bin" plot run.json -o '|touch pwned7 #.png' >/dev/null 2>&1)
+  [ $? -eq 2 ] || fail "plot -o '|...': exit status not 2"
+  ls "$work"/pwned* >/dev/null 2>&1 && fail "a plot ran a command"
+  echo keep >"$work/keep.png"
+  echo '{"results": []}' >"$work/empty.json"
+  "$bin" bench --from-json "$work/empty.json" --plot "$work/keep.png" >/dev/null 2>&1 && fail "--from-json of no results: exit 0"
+  [ "$(cat "$work/keep.png")" = keep ] || fail "--from-json refused, yet the existing plot file was overwritten"
+fi
 for bad in "--device tpu" "--report" "--threads 0" "--threads 4294967297" "--min-runs 1x" "--min-seconds 1e999" \
   "--op nope" "--sizes huge" "stray" "--op insert --record fp8" "--from-json $work/b.json" \
   "--from-json $work/b.json --op gather --plot $work/x.png" "--plot $work/x.pdf"; do
