@@ -83,9 +83,13 @@ static const dsv4kv_cache_desc *cache_desc(const sim_kstep *k, int comp) {
   return comp ? &k->ks->comp_desc : &k->ks->swa_desc;
 }
 
+/* The cache as the library sees it: the pages that have memory (alloc_pages,
+ * at most num_pages: the pool's pages past the workload's peak are never
+ * handed out and never allocated), so the tensor never claims bytes that
+ * are not there. */
 static const DLTensor *cache_view(sim_tensor *s, const sim_kstep *k, int comp) {
   const sim_kind_state *ks = k->ks;
-  return sim_t2(s, comp ? ks->comp : ks->swa, sim_dt_u8, k->c->num_pages,
+  return sim_t2(s, comp ? ks->comp : ks->swa, sim_dt_u8, k->c->alloc_pages,
                 comp ? ks->comp_page_bytes : ks->swa_page_bytes);
 }
 
@@ -196,7 +200,7 @@ static dsv4kv_status indexer_call(sim_kstep *k, int comp, const dsv4kv_options *
       sim_t2(&tk, k->kpre, sim_dt_bf16, G, 128), sim_t1(&tpos, k->pos64, sim_dt_i64, G),
       sim_t2(&tcs, c->cos_sin, sim_dt_f32, c->cos_sin_rows, 64),
       sim_t1(&tw, c->rms_weight, sim_dt_f32, 128), c->rms_eps,
-      sim_t2(&tcache, ks->idx, sim_dt_u8, c->num_pages, ks->idx_page_bytes), &ks->idx_desc,
+      sim_t2(&tcache, ks->idx, sim_dt_u8, c->alloc_pages, ks->idx_page_bytes), &ks->idx_desc,
       sim_t1(&tslots, k->cslot, sim_dt_i64, G), k->ratio, o);
 }
 
