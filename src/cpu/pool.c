@@ -111,30 +111,28 @@ int cpu_run(int nt, cpu_task_fn fn, void *ctx) {
   return nt;
 }
 
+/* A threshold from the environment: the variable's value when it is a
+ * number in [0, max] and nothing else ("32MiB" is not 32), else def. */
+static double env_threshold(const char *name, double def, double max) {
+  const char *e = getenv(name);
+  char *end;
+  double v = e ? strtod(e, &end) : -1;
+  return e && end != e && *end == '\0' && v >= 0 && v <= max ? v : def;
+}
+
 /* The threshold: CPU_PARALLEL_MIN_NS, or DSV4KV_CPU_PARALLEL_MIN_NS when set
  * (0 makes every call use the requested threads: the case registry sets it
  * so that its small cases run the multi-thread code too). */
 static double min_ns;
 static pthread_once_t min_ns_once = PTHREAD_ONCE_INIT;
-static void read_min_ns(void) {
-  const char *e = getenv("DSV4KV_CPU_PARALLEL_MIN_NS");
-  char *end;
-  double v = e ? strtod(e, &end) : -1;
-  min_ns = e && end != e && *end == '\0' && v >= 0 && v <= 1e15 ? v : CPU_PARALLEL_MIN_NS; /* else the default */
-}
+static void read_min_ns(void) { min_ns = env_threshold("DSV4KV_CPU_PARALLEL_MIN_NS", CPU_PARALLEL_MIN_NS, 1e15); }
 
 /* The output size past which gathers store rows non-temporally:
  * CPU_NT_MIN_BYTES, or DSV4KV_CPU_NT_MIN_BYTES when set (0: always where the
  * rows are aligned; the tests set it so that small cases run those stores). */
 static double nt_min_bytes;
 static pthread_once_t nt_once = PTHREAD_ONCE_INIT;
-static void read_nt_min(void) {
-  const char *e = getenv("DSV4KV_CPU_NT_MIN_BYTES");
-  char *end;
-  double v = e ? strtod(e, &end) : -1;
-  /* a whole number of bytes, nothing after it ("32MiB" is not 32): else the default */
-  nt_min_bytes = e && end != e && *end == '\0' && v >= 0 && v <= 1e18 ? v : CPU_NT_MIN_BYTES;
-}
+static void read_nt_min(void) { nt_min_bytes = env_threshold("DSV4KV_CPU_NT_MIN_BYTES", CPU_NT_MIN_BYTES, 1e18); }
 double cpu_nt_min_bytes(void) {
   pthread_once(&nt_once, read_nt_min);
   return nt_min_bytes;
