@@ -124,6 +124,10 @@ void cpu_fi_prefill_span(const flashinfer_args *a, int64_t t, int64_t req, int64
                          int64_t *topk_len);
 int index_avx512_ok_topk(const global_topk_args *a, int shift);
 int index_avx512_ok_flashinfer(const flashinfer_args *a, int swa_shift, int c_shift);
+/* The same rows on the avx2 path (src/cpu/index_avx2.c), 8 entries at a time,
+ * under the same preconditions (index_avx512_ok_*: checks of the views). */
+int global_topk_row_avx2(const global_topk_args *a, int64_t t, int shift);
+int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift);
 
 /* The indexer store on that path (src/cpu/indexer_avx512.c): the row's sum
  * of squares (indexer_sum_squares_ref's value), and RMSNorm + RoPE + the FP8

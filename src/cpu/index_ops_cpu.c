@@ -38,7 +38,7 @@ typedef struct {
   dsv4kv_report *log;
   pagediv pd, pd2;
   cpu_chunks rows;
-  int simd; /* rows through the avx512 path (src/cpu/index_avx512.c) */
+  int simd; /* rows through a SIMD path: CPU_PATH_AVX512 (src/cpu/index_avx512.c), CPU_PATH_AVX2 (index_avx2.c), 0 */
 } rows_job;
 
 static void global_topk_row(const global_topk_args *a, int64_t t, pagediv pd, dsv4kv_report *log) {
@@ -73,13 +73,17 @@ static void global_topk_task(void *vctx, int t, int nt) {
   int64_t lo, hi;
   while (cpu_chunk_next(&j->rows, &lo, &hi))
     for (int64_t r = lo; r < hi; r++)
-      if (!(j->simd && global_topk_row_avx512(j->a, r, j->pd.shift))) global_topk_row(j->a, r, j->pd, j->log);
+      if (!(j->simd == CPU_PATH_AVX512 ? global_topk_row_avx512(j->a, r, j->pd.shift)
+            : j->simd == CPU_PATH_AVX2   ? global_topk_row_avx2(j->a, r, j->pd.shift)
+                                         : 0))
+        global_topk_row(j->a, r, j->pd, j->log);
   (void)t, (void)nt;
 }
 
 dsv4kv_status cpu_global_topk(const global_topk_args *a, const exec_opts *o, dsv4kv_report *log) {
   rows_job j = {a, log, pagediv_of(a->block_size), pagediv_of(1), {0}, 0};
-  j.simd = cpu_path_now() == CPU_PATH_AVX512 && index_avx512_ok_topk(a, j.pd.shift);
+  const cpu_path_kind path = cpu_path_now();
+  j.simd = path != CPU_PATH_SCALAR && index_avx512_ok_topk(a, j.pd.shift) ? (int)path : 0;
   cpu_chunks_init(&j.rows, a->T, ROWS_CHUNK);
   /* ~2.2 ns an entry on one thread, ~0.5 on the avx512 path */
   cpu_run(cpu_team(o, (double)a->T * (double)(a->K + 1) * (j.simd ? 0.5 : 2.2)), global_topk_task, &j);
@@ -273,7 +277,10 @@ static void flashinfer_task(void *vctx, int t, int nt) {
   int64_t lo, hi;
   while (cpu_chunk_next(&j->rows, &lo, &hi))
     for (int64_t r = lo; r < hi; r++) {
-      if (j->simd && flashinfer_row_avx512(a, r, j->pd.shift, j->pd2.shift)) continue;
+      if (j->simd == CPU_PATH_AVX512 ? flashinfer_row_avx512(a, r, j->pd.shift, j->pd2.shift)
+          : j->simd == CPU_PATH_AVX2 ? flashinfer_row_avx2(a, r, j->pd.shift, j->pd2.shift)
+                                     : 0)
+        continue;
       if (r < a->D)
         flashinfer_decode_row(a, r, j->pd, j->pd2, j->log);
       else
@@ -284,7 +291,8 @@ static void flashinfer_task(void *vctx, int t, int nt) {
 
 dsv4kv_status cpu_flashinfer(const flashinfer_args *a, const exec_opts *o, dsv4kv_report *log) {
   rows_job j = {a, log, pagediv_of(a->swa_bs), pagediv_of(a->c_bs), {0}, 0};
-  j.simd = cpu_path_now() == CPU_PATH_AVX512 && index_avx512_ok_flashinfer(a, j.pd.shift, j.pd2.shift);
+  const cpu_path_kind path = cpu_path_now();
+  j.simd = path != CPU_PATH_SCALAR && index_avx512_ok_flashinfer(a, j.pd.shift, j.pd2.shift) ? (int)path : 0;
   cpu_chunks_init(&j.rows, a->D + a->P, ROWS_CHUNK);
   /* ~1.5 ns an entry on one thread, ~0.6 on the avx512 path */
   cpu_run(cpu_team(o, (double)(a->D + a->P) * (double)(a->S + a->K4 + 1) * (j.simd ? 0.6 : 1.5)), flashinfer_task, &j);

@@ -1,0 +1,175 @@
+/* The AVX2 CPU path of the index builders (SPEC §5, NUMERICS §4), for
+ * processors without AVX-512: global top-k rows and flashinfer rows, 8
+ * entries at a time, the same steps as src/cpu/index_avx512.c (lane masks as
+ * vectors instead of mask registers) and byte-identical to the scalar rows
+ * of src/cpu/index_ops_cpu.c, which the case registry checks on every input
+ * (ctest ops_cpu_paths runs each path the machine has).  Block tables are
+ * read with masked gathers (a lane whose lookup is not taken reads nothing);
+ * a row that would report a skip is left to the scalar row (0 returned).
+ * The preconditions of a call are index_avx512_ok_topk / _flashinfer's: they
+ * are plain checks of the views, the same for both widths. */
+#include "cpu/cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* Lanes (all ones) of an 8-wide step at j of n entries. */
+static inline AVX2 __m256i tail8(int64_t j, int64_t n) {
+  const int64_t left = n - j;
+  const int32_t k = left >= 8 ? 8 : left <= 0 ? 0 : (int32_t)left;
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline AVX2 int lanes(__m256i m) { return __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m))); }
+static inline AVX2 int any(__m256i m) { return !_mm256_testz_si256(m, m); }
+/* lanes of m with v >= 0 */
+static inline AVX2 __m256i nonneg(__m256i v, __m256i m) {
+  return _mm256_and_si256(m, _mm256_cmpgt_epi32(v, _mm256_set1_epi32(-1)));
+}
+/* src[j ..] where m, -1 elsewhere (masked lanes read nothing) */
+static inline AVX2 __m256i load_or_neg1(const int32_t *src, __m256i m) {
+  return _mm256_blendv_epi8(_mm256_set1_epi32(-1), _mm256_maskload_epi32(src, m), m);
+}
+
+/* remap: v < 0 -> -1, else (v >> shift) * span + (v & mask) in int32. */
+static AVX2 __m256i remap8(__m256i v, int shift, int32_t span) {
+  const __m256i r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(v, shift), _mm256_set1_epi32(span)),
+                                     _mm256_and_si256(v, _mm256_set1_epi32((1 << shift) - 1)));
+  return _mm256_blendv_epi8(_mm256_set1_epi32(-1), r, _mm256_cmpgt_epi32(v, _mm256_set1_epi32(-1)));
+}
+
+/* slot_of for the lanes m of positions pos (>= 0 there), as lookup16 of
+ * index_avx512.c; *fail = the lanes of m whose column is past the table. */
+static AVX2 __m256i lookup8(__m256i pos, __m256i m, const int32_t *row, int64_t s1, int64_t ncols, int shift,
+                            __m256i *fail) {
+  const __m256i lp = _mm256_srai_epi32(pos, shift);
+  const __m256i in = _mm256_and_si256(m, _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)ncols), lp));
+  *fail = _mm256_andnot_si256(in, m);
+  const __m256i page = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), row,
+                                                   _mm256_mullo_epi32(lp, _mm256_set1_epi32((int32_t)s1)), in, 4);
+  const __m256i g = _mm256_add_epi32(_mm256_slli_epi32(page, shift),
+                                     _mm256_and_si256(pos, _mm256_set1_epi32((1 << shift) - 1)));
+  return _mm256_blendv_epi8(_mm256_set1_epi32(-1), g, in);
+}
+
+static AVX2 int topk_row(const global_topk_args *a, int64_t t, int shift) {
+  const int valid = tv_bool_1(&a->valid, t);
+  const int64_t req = tv_i32_1(&a->req, t);
+  const int req_ok = req >= 0 && req < a->R;
+  if (!req_ok && valid) return 0;
+  const int32_t *x = (const int32_t *)(a->topk.data + t * a->topk.stride[0] * 4);
+  int32_t *out = (int32_t *)(a->global_out.data + t * a->global_out.stride[0] * 4);
+  const int32_t *row = (const int32_t *)(a->block_table.data + (req_ok ? req : 0) * a->block_table.stride[0] * 4);
+  int32_t count = 0;
+  for (int64_t j = 0; j < a->K; j += 8) {
+    const __m256i m = tail8(j, a->K);
+    const __m256i v = _mm256_maskload_epi32(x + j, m);
+    const __m256i pos = req_ok ? nonneg(v, m) : _mm256_setzero_si256();
+    __m256i fail;
+    const __m256i g = lookup8(v, pos, row, a->block_table.stride[1], a->P, shift, &fail);
+    if (valid && any(fail)) return 0;
+    count += lanes(_mm256_andnot_si256(fail, pos));
+    _mm256_maskstore_epi32(out + j, m, g);
+  }
+  *(int32_t *)(a->lens_out.data + t * a->lens_out.stride[0] * 4) = valid ? count : 0;
+  return 1;
+}
+
+int global_topk_row_avx2(const global_topk_args *a, int64_t t, int shift) { return topk_row(a, t, shift); }
+
+/* out[0 .. n) = remap(src[j] for j < have, else -1). */
+static AVX2 void remap_row(const int32_t *src, int64_t have, int64_t n, int shift, int32_t span, int32_t *out) {
+  for (int64_t j = 0; j < n; j += 8) {
+    const __m256i m = tail8(j, n), h = _mm256_and_si256(tail8(j, have), m);
+    _mm256_maskstore_epi32(out + j, m, remap8(load_or_neg1(src + j, h), shift, span));
+  }
+}
+
+/* lookup_store of index_avx512.c on 8 lanes: lookups of the lanes m of v
+ * (>= 0 there) in row req of bt, remapped into out where `store`; 0 when
+ * the scalar row must take over, else 1; *count += the lanes whose slot is
+ * >= 0. */
+static AVX2 int lookup_store(__m256i v, __m256i m, __m256i store, const tview *bt, int64_t req, int shift,
+                             int32_t span, int note, int64_t *count, int32_t *out) {
+  __m256i g = _mm256_set1_epi32(-1);
+  if (any(m)) {
+    if (req < 0 || req >= bt->shape[0]) {
+      if (note) return 0;
+    } else {
+      __m256i fail;
+      g = lookup8(v, m, (const int32_t *)(bt->data + req * bt->stride[0] * 4), bt->stride[1], bt->shape[1], shift,
+                  &fail);
+      if (note && any(fail)) return 0;
+      *count += lanes(nonneg(g, _mm256_andnot_si256(fail, m)));
+    }
+  }
+  _mm256_maskstore_epi32(out, store, remap8(g, shift, span));
+  return 1;
+}
+
+static AVX2 int fi_decode_row(const flashinfer_args *a, int64_t d, int sshift, int cshift) {
+  int32_t *out = (int32_t *)(a->out.data + d * a->out.stride[0] * 4);
+  const int token_valid = a->has_dvalid ? tv_bool_1(&a->dvalid, d) : 1;
+  const int64_t req = tv_i32_1(&a->req, d);
+  int64_t n = 0;
+  if (a->local) {
+    const int32_t *src = (const int32_t *)(a->dcomp.data + d * a->dcomp.stride[0] * 4);
+    int64_t count = 0;
+    for (int64_t j = 0; j < a->K4; j += 8) {
+      const __m256i m = tail8(j, a->K4), h = _mm256_and_si256(tail8(j, a->Dk), m);
+      const __m256i v = load_or_neg1(src + j, h);
+      if (!lookup_store(v, nonneg(v, h), m, &a->comp_bt, req, cshift, a->c_span, token_valid, &count,
+                        out + a->S + j))
+        return 0;
+    }
+    if (a->Dk > 0) n = token_valid ? count : 0;
+  } else {
+    remap_row((const int32_t *)(a->dcomp.data + d * a->dcomp.stride[0] * 4), a->Dk, a->K4, cshift, a->c_span,
+              out + a->S);
+    if (a->Dk > 0) n = a->has_dcomp_lens ? tv_i32_1(&a->dcomp_lens, d) : a->Dk;
+  }
+  if (n < 0 || n > a->Dk) return 0; /* clamped and noted by the scalar row */
+  remap_row((const int32_t *)(a->dswa.data + d * a->dswa.stride[0] * 4), a->S, a->S, sshift, a->swa_span, out);
+  *(int32_t *)(a->lens.data + d * a->lens.stride[0] * 4) = (int32_t)(uint32_t)(uint64_t)(a->S + n);
+  return 1;
+}
+
+static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, int cshift) {
+  const int64_t S = a->S, i = t - a->D;
+  const int64_t req = tv_i32_1(&a->req, t);
+  if (req < 0 || req >= a->R) return 0;
+  int64_t swa_start, swa_len, topk_len;
+  cpu_fi_prefill_span(a, t, req, &swa_start, &swa_len, &topk_len);
+  if (topk_len < 0 || topk_len > a->Wp) return 0;
+  if (swa_start + S > INT32_MAX) return 0; /* positions past int32: the scalar row's int64 */
+  int32_t *out = (int32_t *)(a->out.data + t * a->out.stride[0] * 4);
+  int64_t count = 0;
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t j = 0; j < S; j += 8) {
+    const __m256i m = tail8(j, S), h = _mm256_and_si256(tail8(j, swa_len), m);
+    const __m256i p = _mm256_add_epi32(_mm256_set1_epi32((int32_t)(swa_start + j)), iota);
+    if (!lookup_store(p, h, m, &a->swa_bt, req, sshift, a->swa_span, 1, &count, out + j)) return 0;
+  }
+  const int32_t *x = (const int32_t *)(a->ptopk.data + i * a->ptopk.stride[0] * 4);
+  for (int64_t j = 0; j < a->K4; j += 8) {
+    const __m256i m = tail8(j, a->K4), h = _mm256_and_si256(tail8(j, topk_len), m);
+    const __m256i v = load_or_neg1(x + j, h);
+    if (!lookup_store(v, nonneg(v, h), m, &a->comp_bt, req, cshift, a->c_span, 1, &count, out + S + j)) return 0;
+  }
+  *(int32_t *)(a->lens.data + t * a->lens.stride[0] * 4) = (int32_t)(uint32_t)(uint64_t)(S + topk_len);
+  return 1;
+}
+
+int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift) {
+  return t < a->D ? fi_decode_row(a, t, swa_shift, c_shift) : fi_prefill_row(a, t, swa_shift, c_shift);
+}
+
+#else
+
+int global_topk_row_avx2(const global_topk_args *a, int64_t t, int shift) { return (void)a, (void)t, (void)shift, 0; }
+int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift) {
+  return (void)a, (void)t, (void)swa_shift, (void)c_shift, 0;
+}
+
+#endif
