@@ -139,6 +139,14 @@ void indexer_fp8_avx512(const uint16_t *k, const float *we, const float *wo, con
                         int fnuz, uint8_t *codes, float *scale, uint8_t *ue);
 void indexer_mxfp4_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
                           uint8_t *packed, uint8_t *scales);
+/* The same on the avx2 path (src/cpu/indexer_avx2.c); the quantizers return
+ * 0, nothing written, for a row whose results hold a NaN or an Inf (the
+ * caller then takes the reference). */
+float indexer_sum_squares_avx2(const uint16_t *k);
+int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd, int fnuz,
+                     uint8_t *codes, float *scale, uint8_t *ue);
+int indexer_mxfp4_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                       uint8_t *packed, uint8_t *scales);
 
 /* The operations of the CPU backend table (src/cpu/<op>_cpu.c). */
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r);

@@ -40,7 +40,7 @@ typedef struct {
   const indexer_args *a;
   const exec_opts *o;
   dsv4kv_report *rep;
-  int simd; /* the avx512 path (src/cpu/indexer_avx512.c) */
+  cpu_path_kind path; /* avx512 (src/cpu/indexer_avx512.c), avx2 (indexer_avx2.c) or scalar */
   int bs_shift, cr_shift; /* log2 of the block size / compress ratio, or -1: no division a row */
   float weight[INDEXER_DIM];
   float we[INDEXER_DIM / 2], wo[INDEXER_DIM / 2]; /* the weight's even / odd dims, for that path */
@@ -71,8 +71,9 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
   }
   const uint16_t *k = (const uint16_t *)(a->k_pre.data + t * a->k_pre.stride[0] * 2);
   int norm_bad;
-  const float rstd = j->simd ? indexer_rstd_of_sum(indexer_sum_squares_avx512(k), a->eps, &norm_bad)
-                             : indexer_rstd_ref(k, a->eps, &norm_bad);
+  const float rstd = j->path == CPU_PATH_AVX512 ? indexer_rstd_of_sum(indexer_sum_squares_avx512(k), a->eps, &norm_bad)
+                     : j->path == CPU_PATH_AVX2 ? indexer_rstd_of_sum(indexer_sum_squares_avx2(k), a->eps, &norm_bad)
+                                                : indexer_rstd_ref(k, a->eps, &norm_bad);
   /* Counted for every row that reaches the store, also one a later row
    * overwrites.  The norm counts once when it alone is non-finite (SPEC §7). */
   int64_t nonfinite = 0;
@@ -94,18 +95,18 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
   if (c->record == DSV4KV_RECORD_INDEXER_FP8) {
     uint8_t codes[INDEXER_DIM], ue;
     float scale;
-    if (j->simd) {
+    if (j->path == CPU_PATH_AVX512) {
       indexer_fp8_avx512(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue);
-    } else {
+    } else if (!(j->path == CPU_PATH_AVX2 && indexer_fp8_avx2(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue))) {
       indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
       indexer_fp8_quant_ref(r, fnuz, codes, &scale, &ue);
     }
     place_fp8(c, page, p, codes, scale, ue);
   } else if (c->record == DSV4KV_RECORD_INDEXER_MXFP4) { /* the others are refused by src/ops/indexer.c */
     uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
-    if (j->simd) {
+    if (j->path == CPU_PATH_AVX512) {
       indexer_mxfp4_avx512(k, j->we, j->wo, cos_sin, rstd, values, scales);
-    } else {
+    } else if (!(j->path == CPU_PATH_AVX2 && indexer_mxfp4_avx2(k, j->we, j->wo, cos_sin, rstd, values, scales))) {
       indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
       indexer_mxfp4_quant_ref(r, values, scales);
     }
@@ -115,12 +116,13 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
 
 dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *rep) {
   const cache_view *c = &a->cache;
-  indexer_job j = {a, o, rep, cpu_path_now() == CPU_PATH_AVX512, log2_exact(c->block_size),
+  indexer_job j = {a, o, rep, cpu_path_now(), log2_exact(c->block_size),
                    log2_exact(a->compress_ratio), {0}, {0}, {0}};
   for (int d = 0; d < INDEXER_DIM; d++) j.weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
   for (int i = 0; i < INDEXER_DIM / 2; i++) j.we[i] = j.weight[2 * i], j.wo[i] = j.weight[2 * i + 1];
   /* ~1 us a row on one thread (FP8; MXFP4 ~1.8; avx512 ~0.15): see cpu_team */
-  const double row_ns = j.simd ? 150 : c->record == DSV4KV_RECORD_INDEXER_MXFP4 ? 1800 : 1000;
+  const double row_ns = j.path == CPU_PATH_AVX512 ? 150 : j.path == CPU_PATH_AVX2 ? 300
+                        : c->record == DSV4KV_RECORD_INDEXER_MXFP4 ? 1800 : 1000;
   const int nt = cpu_team(o, (double)a->T * row_ns / (a->compress_ratio > 0 ? a->compress_ratio : 1));
   /* Threads own pages (as the insert's): the rows of one slot meet on one
    * thread in row order, so the last writing row wins whatever the team. */
