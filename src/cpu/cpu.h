@@ -21,6 +21,23 @@ static inline int64_t tv_i64_1(const tview *v, int64_t i) {
 static inline int tv_bool_1(const tview *v, int64_t i) {
   return v->data[i * v->stride[0]] != 0;
 }
+/* Division by a block size (or a compress ratio), by shift and mask when it
+ * is a power of two (the common case; an integer division per entry or row
+ * dominates the index ops and the indexer's row otherwise).  Only for x >= 0. */
+typedef struct {
+  int64_t bs;
+  int shift; /* log2(bs), or -1 */
+} pagediv;
+static inline pagediv pagediv_of(int64_t bs) {
+  pagediv d = {bs, -1};
+  if (bs > 0 && (bs & (bs - 1)) == 0)
+    for (d.shift = 0; ((int64_t)1 << d.shift) < bs; d.shift++) {
+    }
+  return d;
+}
+static inline int64_t pd_page(pagediv d, int64_t x) { return d.shift >= 0 ? x >> d.shift : x / d.bs; }
+static inline int64_t pd_off(pagediv d, int64_t x) { return d.shift >= 0 ? x & (d.bs - 1) : x % d.bs; }
+
 /* Threads (src/cpu/pool.c, where the choice is explained): a job runs
  * fn(ctx, t, nt) for t = 0 .. nt-1, thread 0 being the caller; the pool never
  * spins.  cpu_run returns the team size it used (1 when nt <= 1 or another

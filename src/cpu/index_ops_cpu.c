@@ -6,23 +6,6 @@
 /* The reference computes slots in int32; wrap the same way without UB. */
 static inline int32_t wrap32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
 
-/* Division by a block size, by shift and mask when it is a power of two (the
- * common case; an integer division per index entry dominates these ops
- * otherwise).  Only for x >= 0. */
-typedef struct {
-  int64_t bs;
-  int shift; /* log2(bs), or -1 */
-} pagediv;
-
-static pagediv pagediv_of(int64_t bs) {
-  pagediv d = {bs, -1};
-  if ((bs & (bs - 1)) == 0)
-    for (d.shift = 0; ((int64_t)1 << d.shift) < bs; d.shift++) {
-    }
-  return d;
-}
-static inline int64_t pd_page(pagediv d, int64_t x) { return d.shift >= 0 ? x >> d.shift : x / d.bs; }
-static inline int64_t pd_off(pagediv d, int64_t x) { return d.shift >= 0 ? x & (d.bs - 1) : x % d.bs; }
 
 /* Physical token index of a slot when pages are `span` tokens apart. */
 static inline int32_t remap(int64_t v, pagediv d, int64_t span) {

@@ -28,20 +28,12 @@ static void place_fp8(const cache_view *c, uint8_t *page, int64_t p, const uint8
   }
 }
 
-/* log2(v) when v is a power of two, else -1. */
-static int log2_exact(int64_t v) {
-  if (v <= 0 || (v & (v - 1))) return -1;
-  int s = 0;
-  while (((int64_t)1 << s) < v) s++;
-  return s;
-}
-
 typedef struct {
   const indexer_args *a;
   const exec_opts *o;
   dsv4kv_report *rep;
   cpu_path_kind path; /* avx512 (src/cpu/indexer_avx512.c), avx2 (indexer_avx2.c) or scalar */
-  int bs_shift, cr_shift; /* log2 of the block size / compress ratio, or -1: no division a row */
+  pagediv bsd, crd; /* by the block size / compress ratio: shifts, no division a row */
   float weight[INDEXER_DIM];
   float we[INDEXER_DIM / 2], wo[INDEXER_DIM / 2]; /* the weight's even / odd dims, for that path */
 } indexer_job;
@@ -62,8 +54,8 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
     cpu_note(j->rep, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
     return 0;
   }
-  const int64_t grp = j->cr_shift >= 0 ? pos >> j->cr_shift : pos / cr; /* pos >= 0 */
-  if (pos - grp * cr != cr - 1) return 0; /* only group-boundary tokens write (pos + 1) % cr == 0 */
+  const int64_t grp = pd_page(j->crd, pos); /* pos >= 0 */
+  if (pd_off(j->crd, pos) != cr - 1) return 0; /* only group-boundary tokens write (pos + 1) % cr == 0 */
   const int64_t cp = grp * cr;
   if (cp >= a->cos_sin.shape[0]) {
     cpu_note(j->rep, t, SKIP_COS_SIN_ROW, t, pos, cp, a->cos_sin.shape[0], 0, 0);
@@ -88,9 +80,8 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
     for (int i = 0; i < INDEXER_DIM - INDEXER_ROPE_FROM; i++) cs_buf[i] = load_f(&a->cos_sin, a->cos_sin_dt, row + i);
     cos_sin = cs_buf;
   }
-  const int64_t pg = j->bs_shift >= 0 ? slot >> j->bs_shift : slot / bs; /* slot >= 0 */
-  uint8_t *page = c->base + pg * c->page_stride;
-  const int64_t p = slot - pg * bs;
+  uint8_t *page = c->base + pd_page(j->bsd, slot) * c->page_stride; /* slot >= 0 */
+  const int64_t p = pd_off(j->bsd, slot);
   const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
   if (c->record == DSV4KV_RECORD_INDEXER_FP8) {
     uint8_t codes[INDEXER_DIM], ue;
@@ -116,8 +107,7 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
 
 dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *rep) {
   const cache_view *c = &a->cache;
-  indexer_job j = {a, o, rep, cpu_path_now(), log2_exact(c->block_size),
-                   log2_exact(a->compress_ratio), {0}, {0}, {0}};
+  indexer_job j = {a, o, rep, cpu_path_now(), pagediv_of(c->block_size), pagediv_of(a->compress_ratio), {0}, {0}, {0}};
   for (int d = 0; d < INDEXER_DIM; d++) j.weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
   for (int i = 0; i < INDEXER_DIM / 2; i++) j.we[i] = j.weight[2 * i], j.wo[i] = j.weight[2 * i + 1];
   /* ~1 us a row on one thread (FP8; MXFP4 ~1.8; avx512 ~0.15): see cpu_team */
