@@ -79,6 +79,53 @@ static void sec51_hand_example(void **state) {
   t_free(&a); t_free(&b); t_free(&c); t_free(&d); t_free(&g); t_free(&l);
 }
 
+/* In place (global_out = topk_indices) on every CPU path: the same bytes,
+ * lengths and skips as a separate output on the scalar path, also when an
+ * entry far into the row is past the block table (a SIMD row hands such a
+ * row to the scalar one, which must still find it unwritten). */
+static void sec51_in_place_every_path(void **state) {
+  (void)state;
+  enum { K = 40, T = 3 };
+  int32_t topk[T * K];
+  for (int i = 0; i < T * K; i++) topk[i] = (i * 7) % 23 - 2; /* -2 .. 20: pages 0..5 of 4 */
+  topk[1 * K + 37] = 40;                                       /* row 1: page 10, past the table */
+  const int32_t t2r[T] = {0, 1, 0}, bt[2 * 6] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8};
+  const uint8_t valid[T] = {1, 1, 1};
+  int32_t want_g[T * K], want_l[T];
+  int64_t want_sk = -1;
+  static const char *const paths[] = {"scalar", "avx2", "avx512"};
+  for (int pi = 0; pi < 3; pi++) {
+    if (dsv4kv_cpu_path_select(paths[pi]) != DSV4KV_OK) continue; /* not on this processor */
+    tt a, b, c, d, l;
+    t_i32(&a, topk, T, K);
+    t_i32(&b, t2r, T, 0);
+    t_i32(&c, bt, 2, 6);
+    t_bool(&d, valid, T);
+    int32_t *lo = t_i32(&l, NULL, T, 0);
+    int64_t sk = -1;
+    dsv4kv_options opt = {.skipped = &sk};
+    if (pi == 0) { /* the reference: a separate output on the scalar path */
+      tt g;
+      int32_t *go = t_i32(&g, NULL, T, K);
+      assert_status(dsv4kv_compute_global_topk_indices_and_lens(&a.v.t, &b.v.t, &c.v.t, 4, &d.v.t, &g.v.t, &l.v.t,
+                                                                &opt),
+                    DSV4KV_WARN_SKIPPED);
+      memcpy(want_g, go, sizeof want_g), memcpy(want_l, lo, sizeof want_l), want_sk = sk;
+      assert_true(want_sk > 0);
+      t_free(&g);
+      t_free(&a), t_i32(&a, topk, T, K); /* unchanged input for the in-place run below */
+    }
+    sk = -1;
+    assert_status(dsv4kv_compute_global_topk_indices_and_lens(&a.v.t, &b.v.t, &c.v.t, 4, &d.v.t, &a.v.t, &l.v.t, &opt),
+                  DSV4KV_WARN_SKIPPED);
+    assert_i32_equal((const int32_t *)a.d, want_g, T * K, K, paths[pi]);
+    assert_i32_equal(lo, want_l, T, T, paths[pi]);
+    assert_int_equal(sk, want_sk);
+    t_free(&a); t_free(&b); t_free(&c); t_free(&d); t_free(&l);
+  }
+  dsv4kv_cpu_path_select(NULL);
+}
+
 /* ===================================================== 5.2 */
 static dsv4kv_status run_combine(tt *topk, tt *qsl, tt *seq, tt *gl, int32_t window, int32_t cr,
                                  int32_t topk_n, int32_t M, int32_t N, tt *comb, tt *lens,
@@ -246,6 +293,7 @@ static void sec53_hand_example(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sec51_hand_example),
+      cmocka_unit_test(sec51_in_place_every_path),
       cmocka_unit_test(sec52_hand_example),
       cmocka_unit_test(sec52_short_topk_rows_copy_minus_one),
       cmocka_unit_test(sec53_hand_example),

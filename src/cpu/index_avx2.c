@@ -61,6 +61,16 @@ static AVX2 int topk_row(const global_topk_args *a, int64_t t, int shift) {
   const int32_t *x = (const int32_t *)(a->topk.data + t * a->topk.stride[0] * 4);
   int32_t *out = (int32_t *)(a->global_out.data + t * a->global_out.stride[0] * 4);
   const int32_t *row = (const int32_t *)(a->block_table.data + (req_ok ? req : 0) * a->block_table.stride[0] * 4);
+  /* out the topk row itself (in place): every column checked before the
+   * first store, as the scalar row must still read the row whole if it takes
+   * over; otherwise a failing column is found on the way (one pass) */
+  const int in_place = (const int32_t *)out < x + a->K && x < (const int32_t *)out + a->K;
+  if (in_place && valid && req_ok)
+    for (int64_t j = 0; j < a->K; j += 8) {
+      const __m256i m = tail8(j, a->K), v = _mm256_maskload_epi32(x + j, m);
+      const __m256i past = _mm256_cmpgt_epi32(_mm256_srai_epi32(v, shift), _mm256_set1_epi32((int32_t)a->P - 1));
+      if (any(_mm256_and_si256(nonneg(v, m), past))) return 0;
+    }
   int32_t count = 0;
   for (int64_t j = 0; j < a->K; j += 8) {
     const __m256i m = tail8(j, a->K);
@@ -68,7 +78,7 @@ static AVX2 int topk_row(const global_topk_args *a, int64_t t, int shift) {
     const __m256i pos = req_ok ? nonneg(v, m) : _mm256_setzero_si256();
     __m256i fail;
     const __m256i g = lookup8(v, pos, row, a->block_table.stride[1], a->P, shift, &fail);
-    if (valid && any(fail)) return 0;
+    if (valid && any(fail)) return 0; /* not in place: the scalar row rewrites the row from its input */
     count += lanes(_mm256_andnot_si256(fail, pos));
     _mm256_maskstore_epi32(out + j, m, g);
   }

@@ -50,6 +50,18 @@ static AVX512 int topk_row(const global_topk_args *a, int64_t t, int shift) {
   const int32_t *x = (const int32_t *)(a->topk.data + t * a->topk.stride[0] * 4);
   int32_t *out = (int32_t *)(a->global_out.data + t * a->global_out.stride[0] * 4);
   const int32_t *row = (const int32_t *)(a->block_table.data + (req_ok ? req : 0) * a->block_table.stride[0] * 4);
+  /* out the topk row itself (in place): every column checked before the
+   * first store, as the scalar row must still read the row whole if it takes
+   * over; otherwise a failing column is found on the way (one pass) */
+  const int in_place = (const int32_t *)out < x + a->K && x < (const int32_t *)out + a->K;
+  if (in_place && valid && req_ok)
+    for (int64_t j = 0; j < a->K; j += 16) {
+      const __mmask16 m = tail(j, a->K);
+      const __m512i v = _mm512_maskz_loadu_epi32(m, x + j);
+      if (_mm512_mask_cmpge_epi32_mask(_mm512_mask_cmpge_epi32_mask(m, v, _mm512_setzero_si512()),
+                                       _mm512_srai_epi32(v, (unsigned)shift), _mm512_set1_epi32((int32_t)a->P)))
+        return 0;
+    }
   int32_t count = 0;
   for (int64_t j = 0; j < a->K; j += 16) {
     const __mmask16 m = tail(j, a->K);
@@ -57,7 +69,7 @@ static AVX512 int topk_row(const global_topk_args *a, int64_t t, int shift) {
     const __mmask16 pos = req_ok ? _mm512_mask_cmpge_epi32_mask(m, v, _mm512_setzero_si512()) : 0;
     __mmask16 fail;
     const __m512i g = lookup16(v, pos, row, a->block_table.stride[1], a->P, shift, &fail);
-    if (fail && valid) return 0;
+    if (fail && valid) return 0; /* not in place: the scalar row rewrites the row from its input */
     count += __builtin_popcount((unsigned)(pos & (__mmask16)~fail));
     _mm512_mask_storeu_epi32(out + j, m, g);
   }
