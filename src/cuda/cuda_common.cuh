@@ -390,6 +390,7 @@ void cuda_report_reset(cuda_call *c, dsv4kv_report *rep, op_id op);
 extern const void *const cuda_insert_kernels[];
 extern const void *const cuda_gather_kernels[];
 extern const void *const cuda_index_kernels[];
+extern const void *const cuda_index_rows4_kernels[];
 extern const void *const cuda_indexer_kernels[];
 extern const void *const cuda_report_kernels[];
 

@@ -1,20 +1,17 @@
-/* CUDA index preparation (SPEC §5, NUMERICS §4; CPU: src/cpu/index_ops_cpu.c).
- * One block per output row (rows in turn when there are more than the grid
- * holds), its threads over the row's entries (coalesced 4-byte reads and
- * writes), two entries a thread in flight; lengths counted with
- * __syncthreads_count.  The block has 32 to 256 threads, more when there are
- * few rows (index_block: a decode step's 64 rows still occupy the GPU).  Integer arithmetic wraps
- * to int32 as the reference's does; every table lookup is bounds-checked
- * first and a failed one writes -1 and is counted, with the CPU's keys. */
-#include "cuda/cuda_common.cuh"
+/* CUDA index preparation (SPEC §5, NUMERICS §4; CPU: src/cpu/index_ops_cpu.c):
+ * the launchers, and the general kernels for any strides (global top-k rows
+ * that are contiguous and 16-byte aligned take the 4-entry kernel of
+ * index_rows4_cuda.cu instead).  One block per output row (rows in turn when
+ * there are more than the grid holds), its threads over the row's entries
+ * (coalesced 4-byte reads and writes), two entries a thread in flight;
+ * lengths counted with __syncthreads_count.  The block has 32 to 256
+ * threads, more when there are few rows (index_block: a decode step's 64
+ * rows still occupy the GPU).  Integer arithmetic wraps to int32 as the
+ * reference's does; every table lookup is bounds-checked first and a failed
+ * one writes -1 and is counted, with the CPU's keys. */
+#include "cuda/index_ops_cuda.cuh"
 
 /* ---- §5.1 ---------------------------------------------------------------- */
-typedef struct {
-  dix topk, req, block_table, valid, out, lens;
-  int64_t T, K, R, P;
-  dpagediv pd;
-  dnote note;
-} topk_params;
 
 /* Entry j of row t: its global index (or -1) and whether it counts. */
 static __device__ __forceinline__ int32_t topk_entry(const topk_params *p, int64_t t, int64_t j, int64_t x, int64_t req,
@@ -56,24 +53,6 @@ __global__ void __launch_bounds__(CUDA_BLOCK) global_topk_kernel(topk_params p) 
   }
 }
 
-/* Threads per row: more when rows are few, so that about 8192 warps run. */
-static unsigned index_block(int64_t rows) {
-  unsigned b = 32;
-  while (b < CUDA_BLOCK && (int64_t)b * rows < 8192 * 32) b *= 2;
-  return b;
-}
-static unsigned index_grid(int64_t rows) { return rows < 1 ? 1u : rows > (1 << 20) ? (1u << 20) : (unsigned)rows; }
-
-/* Launches as CUDA_LAUNCH_REPORTED with the block size of index_block. */
-#define INDEX_LAUNCH(kernel, rows, call, p)                                          \
-  do {                                                                               \
-    const unsigned g_ = index_grid(rows), b_ = index_block(rows);                    \
-    (kernel)<<<g_, b_, 0, (call).stream>>>(p);                                       \
-    if ((p).note.rep) {                                                              \
-      (p).note.detail = 1;                                                           \
-      (kernel)<<<g_, b_, 0, (call).stream>>>(p);                                     \
-    }                                                                                \
-  } while (0)
 
 extern "C" dsv4kv_status cuda_global_topk(const global_topk_args *a, const exec_opts *o, dsv4kv_report *r) {
   cuda_call call;
@@ -83,7 +62,7 @@ extern "C" dsv4kv_status cuda_global_topk(const global_topk_args *a, const exec_
                    dix_of(&a->global_out), dix_of(&a->lens_out), a->T, a->K, a->R, a->P,
                    dpagediv_of(a->block_size), {r, 0}};
   cuda_report_reset(&call, r, OP_GLOBAL_TOPK);
-  if (a->T > 0) INDEX_LAUNCH(global_topk_kernel, a->T, call, p);
+  if (a->T > 0 && !rows4_global_topk(&p, a, &call)) INDEX_LAUNCH(global_topk_kernel, a->T, call, p);
   return cuda_leave(&call, "compute_global_topk_indices_and_lens");
 }
 
@@ -95,42 +74,64 @@ typedef struct {
   dnote note;
 } combine_params;
 
-/* Token t's row as request r writes it (the block together). */
-static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base) {
-  const int64_t tid = threadIdx.x, bd = blockDim.x;
-  const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
-  const int64_t seq_len = dix_i32(p->seq_lens, r);
-  const int64_t start_pos = seq_len - (qe - qs);
-  const int64_t gather_start = seq_len - dix_i32(p->gather_lens, r);
-  const int64_t Mr = (int64_t)p->M * r;
-  const int64_t t_lo = qs > 0 ? qs : 0;
-  const int64_t pos = start_pos + (t - qs);
-  int64_t topk_len = 0;
+/* Token t's row as request r writes it: entries [0, topk_len) are top-k
+ * entries + Mr, [topk_len, topk_len + swa_len) first, first + 1, ... */
+typedef struct {
+  int64_t Mr, topk_len, swa_len, first;
+} combine_lens;
+
+/* qs, qe: request r's query range after rebasing; lengths that disagree are
+ * clamped and noted by thread 0 (SPEC §7). */
+static __device__ __forceinline__ combine_lens combine_lens_of(const combine_params *p, int64_t r, int64_t t,
+                                                               int64_t qs, int64_t qe, int64_t seq_len,
+                                                               int64_t gather_len) {
+  const int64_t start_pos = seq_len - (qe - qs), gather_start = seq_len - gather_len;
+  const int64_t t_lo = qs > 0 ? qs : 0, pos = start_pos + (t - qs);
+  combine_lens z = {(int64_t)p->M * r, 0, 0, 0};
   if (p->compress_ratio > 0) {
-    topk_len = (pos + 1) / p->compress_ratio;
-    if (topk_len > p->topk_n) topk_len = p->topk_n;
+    z.topk_len = (pos + 1) / p->compress_ratio;
+    if (z.topk_len > p->topk_n) z.topk_len = p->topk_n;
   }
   int64_t swa_start = pos - p->window_size + 1;
   if (swa_start < 0) swa_start = 0;
   if (swa_start < gather_start) swa_start = gather_start;
-  int64_t swa_len = pos - swa_start + 1;
+  z.swa_len = pos - swa_start + 1;
   const int64_t key = skip_key(r, 1 + (t - t_lo), 32);
-  if (topk_len < 0) { /* lengths that disagree: clamped (SPEC §7) */
-    if (tid == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, topk_len, 0, r, p->topk_n);
-    topk_len = 0;
+  if (z.topk_len < 0) {
+    if (threadIdx.x == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, z.topk_len, 0, r, p->topk_n);
+    z.topk_len = 0;
   }
-  if (swa_len < 0) {
-    if (tid == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, swa_len, 0, r, p->window_size);
-    swa_len = 0;
+  if (z.swa_len < 0) {
+    if (threadIdx.x == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, z.swa_len, 0, r, p->window_size);
+    z.swa_len = 0;
   }
+  z.first = z.Mr + p->N + (swa_start - gather_start);
+  return z;
+}
+
+/* Threads r < R of the grid count request r's tokens outside [0, T) in bulk. */
+static __device__ __forceinline__ void combine_note_outside(const combine_params *p, int64_t base) {
+  for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < p->R; r += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
+    const int64_t t_lo = qs > 0 ? qs : 0, t_hi = qe < p->T ? qe : p->T;
+    const int64_t outside = qe > qs ? (qe - qs) - (t_hi > t_lo ? t_hi - t_lo : 0) : 0;
+    if (outside > 0) dnote_n(p->note, outside, skip_key(r, 0, 32), SKIP_COMBINE_ROWS, r, qs, qe, p->T, 0, 0);
+  }
+}
+
+/* Token t's row as request r writes it (the block together). */
+static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base) {
+  const int64_t tid = threadIdx.x, bd = blockDim.x;
+  const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
+  const combine_lens z = combine_lens_of(p, r, t, qs, qe, dix_i32(p->seq_lens, r), dix_i32(p->gather_lens, r));
+  const int64_t Mr = z.Mr, topk_len = z.topk_len, swa_len = z.swa_len;
   for (int64_t j = tid; j < topk_len; j += 2 * bd) { /* two loads in flight before the stores */
     const int64_t j2 = j + bd;
     const int32_t a = dix_i32_2(p->topk, t, j), b = j2 < topk_len ? dix_i32_2(p->topk, t, j2) : 0;
     *dix_i32_2p(p->combined, t, j) = wrap32(a + Mr);
     if (j2 < topk_len) *dix_i32_2p(p->combined, t, j2) = wrap32(b + Mr);
   }
-  const int64_t first = Mr + p->N + (swa_start - gather_start);
-  for (int64_t j = tid; j < swa_len; j += bd) *dix_i32_2p(p->combined, t, topk_len + j) = wrap32(first + j);
+  for (int64_t j = tid; j < swa_len; j += bd) *dix_i32_2p(p->combined, t, topk_len + j) = wrap32(z.first + j);
   if (tid == 0) *(int32_t *)(p->lens.data + t * p->lens.s0 * 4) = wrap32(topk_len + swa_len);
 }
 
@@ -143,12 +144,7 @@ __global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const int64_t base = dix_i32(p.qsl, 0);
-  for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < p.R; r += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t qs = dix_i32(p.qsl, r) - base, qe = dix_i32(p.qsl, r + 1) - base;
-    const int64_t t_lo = qs > 0 ? qs : 0, t_hi = qe < p.T ? qe : p.T;
-    const int64_t outside = qe > qs ? (qe - qs) - (t_hi > t_lo ? t_hi - t_lo : 0) : 0;
-    if (outside > 0) dnote_n(p.note, outside, skip_key(r, 0, 32), SKIP_COMBINE_ROWS, r, qs, qe, p.T, 0, 0);
-  }
+  combine_note_outside(&p, base);
   for (int64_t t = blockIdx.x; t < p.T; t += gridDim.x) {
     for (int64_t r0 = 0; r0 < p.R; r0 += 32) {
       const int64_t rr = r0 + lane;
@@ -178,6 +174,7 @@ extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o,
 }
 
 /* ---- §5.3 ---------------------------------------------------------------- */
+/* A block table with its page divisor. */
 typedef struct {
   dix t;
   int64_t rows, cols;
@@ -192,6 +189,51 @@ typedef struct {
   int32_t swa_span, c_span, window_size, compress_ratio, topk;
   dnote note;
 } fi_params;
+
+/* Prefill token t's SWA window and top-k length (request req, in range);
+ * a top-k length past the row is clamped and noted by thread 0 (SPEC §7). */
+typedef struct {
+  int64_t swa_start, swa_len, topk_len;
+} fi_lens;
+
+static __device__ __forceinline__ fi_lens fi_prefill_lens_of(const fi_params *p, int64_t t, int64_t req) {
+  const int64_t q0 = dix_i32(p->qsl, req), q1 = dix_i32(p->qsl, req + 1);
+  const int64_t pos = dix_i32(p->seq_lens, req) - (q1 - q0) + (t - q0);
+  fi_lens z;
+  z.swa_start = pos - p->window_size + 1;
+  if (z.swa_start < 0) z.swa_start = 0;
+  const int64_t replay = dix_i32(p->replay, req);
+  if (z.swa_start < replay) z.swa_start = replay;
+  z.swa_len = pos - z.swa_start + 1;
+  z.topk_len = 0;
+  if (p->compress_ratio > 0) {
+    z.topk_len = (pos + 1) / p->compress_ratio;
+    if (z.topk_len > p->topk) z.topk_len = p->topk;
+  }
+  if (z.topk_len < 0 || z.topk_len > p->Wp) { /* the length would promise entries the row lacks */
+    const int64_t w = z.topk_len < 0 ? 0 : p->Wp;
+    if (threadIdx.x == 0)
+      dnote1(p->note, skip_key(t, 0, 16), SKIP_LENGTH_CLAMPED, t,
+             z.topk_len < 0 ? LEN_TOPK_BEFORE_START : LEN_PREFILL_TOPK_WIDTH, z.topk_len, w, req,
+             p->Wp < p->topk ? p->Wp : p->topk);
+    z.topk_len = w;
+  }
+  return z;
+}
+
+/* Decode token d's length: `hits` counted local entries (SPEC §5.3); a
+ * length input past its row is clamped (SPEC §7).  One thread calls it. */
+static __device__ __forceinline__ void fi_decode_store_len(const fi_params *p, int64_t d, int64_t hits,
+                                                           int token_valid, int64_t req) {
+  int64_t n = 0;
+  if (p->Dk > 0) n = p->local ? hits : p->has_dcomp_lens ? dix_i32(p->dcomp_lens, d) : p->Dk;
+  if (n < 0 || n > p->Dk) {
+    const int64_t w = n < 0 ? 0 : p->Dk;
+    if (token_valid) dnote1(p->note, skip_key(d, 0, 16), SKIP_LENGTH_CLAMPED, d, LEN_DECODE_COMPRESSED, n, w, req, p->Dk);
+    n = w;
+  }
+  *(int32_t *)(p->lens.data + d * p->lens.s0 * 4) = wrap32(p->S + n);
+}
 
 /* Physical token index of a slot when pages are `span` tokens apart. */
 static __device__ __forceinline__ int32_t remap(int64_t v, dpagediv d, int64_t span) {
@@ -209,6 +251,8 @@ static __device__ int64_t slot_of(dtable bt, int which, int64_t req, int64_t pos
   }
   return (int64_t)wrap32((int64_t)dix_i32_2(bt.t, req, lp) * bt.pd.bs + dpd_off(bt.pd, pos));
 }
+
+
 
 static __device__ void fi_decode_row(const fi_params *p, int64_t d) {
   const int64_t tid = threadIdx.x, bd = blockDim.x;
@@ -229,15 +273,7 @@ static __device__ void fi_decode_row(const fi_params *p, int64_t d) {
     }
     count += __syncthreads_count(hit);
   }
-  if (tid != 0) return;
-  int64_t n = 0;
-  if (p->Dk > 0) n = p->local ? count : p->has_dcomp_lens ? dix_i32(p->dcomp_lens, d) : p->Dk;
-  if (n < 0 || n > p->Dk) { /* a length input past its row: clamped (SPEC §7) */
-    const int64_t w = n < 0 ? 0 : p->Dk;
-    if (token_valid) dnote1(p->note, skip_key(d, 0, 16), SKIP_LENGTH_CLAMPED, d, LEN_DECODE_COMPRESSED, n, w, req, p->Dk);
-    n = w;
-  }
-  *(int32_t *)(p->lens.data + d * p->lens.s0 * 4) = wrap32(p->S + n);
+  if (tid == 0) fi_decode_store_len(p, d, count, token_valid, req);
 }
 
 static __device__ void fi_prefill_row(const fi_params *p, int64_t t) {
@@ -251,26 +287,8 @@ static __device__ void fi_prefill_row(const fi_params *p, int64_t t) {
     if (tid == 0) *lens = 0;
     return;
   }
-  const int64_t q0 = dix_i32(p->qsl, req), q1 = dix_i32(p->qsl, req + 1);
-  const int64_t pos = dix_i32(p->seq_lens, req) - (q1 - q0) + (t - q0);
-  int64_t swa_start = pos - p->window_size + 1;
-  if (swa_start < 0) swa_start = 0;
-  const int64_t replay = dix_i32(p->replay, req);
-  if (swa_start < replay) swa_start = replay;
-  const int64_t swa_len = pos - swa_start + 1;
-  int64_t topk_len = 0;
-  if (p->compress_ratio > 0) {
-    topk_len = (pos + 1) / p->compress_ratio;
-    if (topk_len > p->topk) topk_len = p->topk;
-  }
-  if (topk_len < 0 || topk_len > p->Wp) { /* SPEC §7: the length would promise entries the row lacks */
-    const int64_t w = topk_len < 0 ? 0 : p->Wp;
-    if (tid == 0)
-      dnote1(p->note, skip_key(t, 0, 16), SKIP_LENGTH_CLAMPED, t,
-             topk_len < 0 ? LEN_TOPK_BEFORE_START : LEN_PREFILL_TOPK_WIDTH, topk_len, w, req,
-             p->Wp < p->topk ? p->Wp : p->topk);
-    topk_len = w;
-  }
+  const fi_lens z = fi_prefill_lens_of(p, t, req);
+  const int64_t swa_start = z.swa_start, swa_len = z.swa_len, topk_len = z.topk_len;
   for (int64_t j = tid; j < S; j += bd) {
     int64_t v = -1;
     if (j < swa_len) v = slot_of(p->swa_bt, 0, req, swa_start + j, p->note, 1, skip_key(t, 1 + j, 16));

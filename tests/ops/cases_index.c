@@ -8,13 +8,16 @@
 static int32_t r32(rng_t *r, int64_t lo, int64_t hi) { return (int32_t)ops_rr(r, lo, hi); }
 
 /* ------------------------------------------------------------------ §5.1 */
-enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32 };
+/* G_ROWS4: the top-k width a multiple of 4 (the CUDA 4-entry kernel takes
+ * such rows when they are unpadded). */
+enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64 };
 
 static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   int v = cs->p[0];
   static const int32_t bss[] = {1, 3, 16, 64, 128};
   int32_t bs = bss[rng_below(r, 5)];
   int64_t T = (v & G_BIG) ? 600 : ops_rr(r, 1, 40), K = (v & G_BIG) ? 64 : ops_rr(r, 1, 70);
+  if (v & G_ROWS4) K = 4 * ops_rr(r, 1, (v & G_BIG) ? 300 : 40);
   int64_t R = ops_rr(r, 1, 4), P = ops_rr(r, 1, 6), pad = (v & G_PAD) ? 3 : 0;
   in->lead = (v & G_LEAD) ? OPS_GUARD : 0;
   ops_tensor *topk = ops_new2(in, "topk_indices", dt_i32(), T, K, pad, 0);
@@ -148,7 +151,8 @@ static void ref_combine_case(ops_inst *in) {
 
 /* ------------------------------------------------------------------ §5.3 */
 enum { F_COMP = 1, F_LENS = 2, F_VALID = 4, F_LOCAL = 8, F_CBT = 16, F_SPAN = 32, F_CR = 64 };
-enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32 };
+/* FV_W4: S, Dk and the prefill width multiples of 4 (16-byte aligned rows). */
+enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32, FV_W4 = 64 };
 
 typedef struct {
   int32_t D, P, R, S, Dk, Wp, Rs, Ps, Rc, Pc;
@@ -192,6 +196,7 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   a->decode_compressed_indices_are_local = (f & F_LOCAL) != 0;
   z.Dk = (f & F_COMP) ? r32(r, 1, 33) : 0;
   z.Wp = r32(r, 1, 40);
+  if (fv & FV_W4) z.S = (z.S + 3) / 4 * 4, z.Dk = (z.Dk + 3) / 4 * 4, z.Wp = (z.Wp + 3) / 4 * 4;
   z.Rs = z.R, z.Ps = 70 / a->swa_block_size + 2;
   z.Rc = z.R, z.Pc = 70 / a->compressed_block_size + 2;
   if (fv & FV_SKIP) z.Ps = r32(r, 1, 3), z.Pc = r32(r, 1, 3), z.Rc = z.R > 1 ? z.R - 1 : 1;
@@ -298,7 +303,9 @@ static const char *fi_flag_name(int f, char *buf, size_t n) {
 void ops_register_index(ops_list *l) {
   static const struct { int v; const char *n; } gt[] = {
       {0, "random"}, {G_SKIP, "skips"}, {G_PAD | G_LEAD, "padded"}, {G_U8 | G_SKIP, "valid_u8_skips"},
-      {G_WRAP, "int32_wrap"}, {G_BIG, "big"}, {G_BIG | G_SKIP | G_PAD, "big_skips_padded"}};
+      {G_WRAP, "int32_wrap"}, {G_BIG, "big"}, {G_BIG | G_SKIP | G_PAD, "big_skips_padded"},
+      {G_ROWS4, "rows4"}, {G_ROWS4 | G_SKIP | G_LEAD, "rows4_skips"}, {G_ROWS4 | G_WRAP | G_U8, "rows4_int32_wrap"},
+      {G_ROWS4 | G_BIG | G_SKIP, "rows4_big_skips"}};
   for (size_t i = 0; i < sizeof gt / sizeof gt[0]; i++)
     ops_add(l, OPCALL_GLOBAL_TOPK, gen_global_topk, ref_global_topk_case, gt[i].v, 0, 0, 0, "global_topk_%s", gt[i].n);
   static const int32_t crs[] = {0, 1, 4, 128};
@@ -314,6 +321,10 @@ void ops_register_index(ops_list *l) {
   }
   ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 4, 512, 128, C_BIG, "combine_big_topk512");
   ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 1, 7, 9, C_WRAP, "combine_int32_wrap");
+  /* top-k widths that are multiples of 4: 16-byte aligned rows */
+  ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 1, 8, 9, C_WRAP, "combine_w4_int32_wrap");
+  ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 4, 36, 13, C_SKIP | C_LEAD, "combine_w4_skips");
+  ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 128, 64, 128, C_BIG, "combine_w4_big_cr128");
   char fl[64];
   for (int f = 0; f < 128; f++) /* every flag combination */
     ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, f, 0, 0, 0, "flashinfer_%s",
@@ -323,7 +334,13 @@ void ops_register_index(ops_list *l) {
       {F_CR | F_CBT, FV_PREFILL, "prefill_only"},   {F_COMP | F_LOCAL | F_CR | F_CBT, FV_SKIP, "skips_local"},
       {F_COMP | F_CR, FV_SKIP | FV_PAD | FV_LEAD, "skips_global_padded"},
       {F_COMP | F_LOCAL | F_VALID | F_CR | F_SPAN, FV_BIG, "big_local"},
-      {F_COMP | F_LENS | F_CR | F_CBT, FV_BIG | FV_SKIP, "big_skips"}};
+      {F_COMP | F_LENS | F_CR | F_CBT, FV_BIG | FV_SKIP, "big_skips"},
+      {F_COMP | F_LENS | F_VALID | F_CR, FV_W4, "w4"},
+      {F_COMP | F_LOCAL | F_VALID | F_CR | F_CBT, FV_W4 | FV_SKIP | FV_LEAD, "w4_skips_local"},
+      {F_COMP | F_LOCAL | F_VALID, FV_W4 | FV_DECODE | FV_SKIP, "w4_decode_only_local"},
+      {F_CR | F_CBT | F_SPAN, FV_W4 | FV_PREFILL | FV_SKIP, "w4_prefill_only"},
+      {F_COMP | F_LOCAL | F_VALID | F_CR | F_SPAN, FV_W4 | FV_BIG, "w4_big_local"},
+      {F_COMP | F_LENS | F_CR | F_CBT, FV_W4 | FV_BIG | FV_SKIP, "w4_big_skips"}};
   for (size_t i = 0; i < sizeof fv / sizeof fv[0]; i++)
     ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, fv[i].f, fv[i].v, 0, 0, "flashinfer_%s",
             fv[i].n);

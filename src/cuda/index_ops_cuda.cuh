@@ -1,0 +1,45 @@
+/* What the two CUDA global top-k kernels share (SPEC §5.1): the parameter
+ * struct, the launch of one block a row, and the 4-entry launcher.
+ * src/cuda/index_ops_cuda.cu holds the general kernels of every index op
+ * (any strides) and the launchers; src/cuda/index_rows4_cuda.cu the global
+ * top-k for rows whose entries are contiguous and 16-byte aligned. */
+#ifndef DSV4KV_INDEX_OPS_CUDA_CUH
+#define DSV4KV_INDEX_OPS_CUDA_CUH
+#include "cuda/cuda_common.cuh"
+
+/* §5.1 */
+typedef struct {
+  dix topk, req, block_table, valid, out, lens;
+  int64_t T, K, R, P;
+  dpagediv pd;
+  dnote note;
+} topk_params;
+
+/* Threads per row: more when rows are few, so that about 8192 warps run. */
+static inline unsigned index_block(int64_t rows) {
+  unsigned b = 32;
+  while (b < CUDA_BLOCK && (int64_t)b * rows < 8192 * 32) b *= 2;
+  return b;
+}
+static inline unsigned index_grid(int64_t rows) {
+  return rows < 1 ? 1u : rows > (1 << 20) ? (1u << 20) : (unsigned)rows;
+}
+
+/* CUDA_LAUNCH_REPORTED with one block of `threads` a row. */
+#define INDEX_LAUNCH_BLOCK(kernel, rows, threads, call, p)                           \
+  do {                                                                               \
+    const unsigned g_ = index_grid(rows), b_ = (threads);                            \
+    (kernel)<<<g_, b_, 0, (call).stream>>>(p);                                       \
+    if ((p).note.rep) {                                                              \
+      (p).note.detail = 1;                                                           \
+      (kernel)<<<g_, b_, 0, (call).stream>>>(p);                                     \
+    }                                                                                \
+  } while (0)
+#define INDEX_LAUNCH(kernel, rows, call, p) INDEX_LAUNCH_BLOCK(kernel, rows, index_block(rows), call, p)
+
+/* The 4-entry global top-k (index_rows4_cuda.cu): launches and returns 1
+ * when topk_indices and global_out are contiguous along the row with 16-byte
+ * aligned rows and K a multiple of 4; else 0 and nothing is launched (the
+ * general kernel runs). */
+int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call *call);
+#endif
