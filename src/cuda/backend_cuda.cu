@@ -107,8 +107,8 @@ void cuda_report_reset(cuda_call *c, dsv4kv_report *rep, op_id op) {
 
 /* ---- DEDUP_MARK (cuda_common.cuh) ---------------------------------------- */
 static __device__ __forceinline__ unsigned int *mark_word(const mark_params *p, int64_t slot) {
-  uint8_t *page = p->base + (slot / p->bs) * p->page_stride;
-  return (unsigned int *)(page + record_scales_off(&p->layout, p->bs, slot % p->bs));
+  uint8_t *page = p->base + dpd_page(p->bsd, slot) * p->page_stride; /* a shift, not a 64-bit division */
+  return (unsigned int *)(page + record_scales_off(&p->layout, p->bs, dpd_off(p->bsd, slot)));
 }
 
 /* Every named record's first scale word := the tag (below every mark). */

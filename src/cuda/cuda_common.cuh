@@ -268,6 +268,7 @@ typedef struct {
   int32_t bs;
   record_layout layout;
   ddedup d;
+  dpagediv bsd; /* division by bs */
 } mark_params;
 
 /* The way for T rows of a record of `layout` in a cache at base with pages

@@ -138,6 +138,8 @@ __global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
 
 const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, NULL};
 
+enum { GATHER_BLOCKS = 2048 }; /* blocks a call fills before chunks stop at 64 a request */
+
 extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
   if (a->R > INT32_MAX) /* one block column per request */
@@ -172,10 +174,13 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
   cuda_report_reset(&call, r, OP_GATHER);
   if (a->R > 0) {
     /* Chunks per request: enough warps for the longest range out can hold
-     * (the range itself is only known on the device), at most 64. */
+     * (the range itself is only known on the device), at most 64 a request
+     * or, for few requests, as many as make GATHER_BLOCKS blocks in all:
+     * 8 long requests in 64 chunks would leave half the GPU's warps idle. */
     const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
+    const int64_t most = a->R * 64 >= GATHER_BLOCKS ? 64 : (GATHER_BLOCKS + a->R - 1) / a->R;
     int64_t chunks = (rows_left + CUDA_WARPS - 1) / CUDA_WARPS;
-    chunks = chunks < 1 ? 1 : chunks > 64 ? 64 : chunks;
+    chunks = chunks < 1 ? 1 : chunks > most ? most : chunks;
     const dim3 grid((unsigned)a->R, (unsigned)chunks);
     CUDA_LAUNCH_REPORTED(gather_kernel, grid, call, p);
   }

@@ -374,7 +374,7 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   cuda_report_reset(&call, r, OP_INDEXER_STORE);
   if (a->T > 0) {
     const mark_params m = {p.slots, p.positions, p.T, p.num_slots, p.ratio, p.cs_rows, p.base, p.page_stride, p.bs,
-                           p.layout, p.dd};
+                           p.layout, p.dd, p.bsd};
     cuda_mark_rows(call.stream, &m);
     const int fp8 = p.record == DSV4KV_RECORD_INDEXER_FP8;
     if (p.dd.mode == DEDUP_MARK) { /* IDX_TPW_WIDE rows a warp */

@@ -173,7 +173,8 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
   p.note.detail = 0;
   cuda_report_reset(&call, r, OP_INSERT);
   if (a->T > 0) {
-    const mark_params m = {p.slots, {NULL, 0, 0}, p.T, p.num_slots, 1, 0, p.base, p.page_stride, p.bs, p.layout, p.dd};
+    const mark_params m = {p.slots, {NULL, 0, 0}, p.T, p.num_slots, 1, 0, p.base, p.page_stride, p.bs, p.layout, p.dd,
+                           p.bsd};
     cuda_mark_rows(call.stream, &m);
     const unsigned grid = cuda_grid_rows(a->T);
     if (c->record == DSV4KV_RECORD_V4)
