@@ -378,14 +378,15 @@ void cuda_report_reset(cuda_call *c, dsv4kv_report *rep, op_id op);
 /* The two passes of a reporting kernel (dnote): counting, then, when there is
  * a report, describing the first skipped entry.  `p` is the kernel's
  * parameter struct with a dnote `note`. */
-#define CUDA_LAUNCH_REPORTED(kernel, grid, call, p)                   \
+#define CUDA_LAUNCH_REPORTED_SIZED(kernel, grid, block, smem, call, p) \
   do {                                                                 \
-    (kernel)<<<(grid), CUDA_BLOCK, 0, (call).stream>>>(p);             \
+    (kernel)<<<(grid), (block), (smem), (call).stream>>>(p);           \
     if ((p).note.rep) {                                                \
       (p).note.detail = 1;                                             \
-      (kernel)<<<(grid), CUDA_BLOCK, 0, (call).stream>>>(p);           \
+      (kernel)<<<(grid), (block), (smem), (call).stream>>>(p);         \
     }                                                                  \
   } while (0)
+#define CUDA_LAUNCH_REPORTED(kernel, grid, call, p) CUDA_LAUNCH_REPORTED_SIZED(kernel, grid, CUDA_BLOCK, 0, call, p)
 
 /* The kernels of each op (for dsv4kv_warmup): NULL-terminated lists. */
 extern const void *const cuda_insert_kernels[];

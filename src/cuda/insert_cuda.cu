@@ -135,6 +135,10 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
  * slower than one row a warp, and the per-record kernels at 48 registers
  * (40 warps) 5-15 % slower than at 40 (bench/NOTES-gpu.md). */
 enum { INSERT_MIN_BLOCKS = 6 }; /* resident blocks: at most 40 registers a thread */
+/* Threads a block past DEDUP_SHARED_ROWS rows (the duplicate scan's blocks
+ * keep CUDA_BLOCK, the row arithmetic of cuda_common.cuh's scan): 2-3 %
+ * faster than 256 at >= 64k rows, as fast as 64 (bench/NOTES-gpu.md run 14). */
+enum { INSERT_BLOCK = 128 };
 __global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_v4_kernel(insert_params p) { insert_rows(p, DSV4KV_RECORD_V4); }
 __global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_mxfp8_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_MXFP8);
@@ -176,13 +180,17 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
     const mark_params m = {p.slots, {NULL, 0, 0}, p.T, p.num_slots, 1, 0, p.base, p.page_stride, p.bs, p.layout, p.dd,
                            p.bsd};
     cuda_mark_rows(call.stream, &m);
-    const unsigned grid = cuda_grid_rows(a->T);
+    /* Past DEDUP_SHARED_ROWS, smaller blocks (a warp a row): a block's
+     * slots free as soon as its few rows are done */
+    const int block = p.dd.mode == DEDUP_SHARED ? (int)CUDA_BLOCK : (int)INSERT_BLOCK;
+    const int64_t blocks = (a->T + block / 32 - 1) / (block / 32);
+    const unsigned grid = blocks > (1 << 24) ? (1u << 24) : (unsigned)blocks;
     if (c->record == DSV4KV_RECORD_V4)
-      CUDA_LAUNCH_REPORTED(insert_v4_kernel, grid, call, p);
+      CUDA_LAUNCH_REPORTED_SIZED(insert_v4_kernel, grid, block, 0, call, p);
     else if (c->record == DSV4KV_RECORD_MXFP8)
-      CUDA_LAUNCH_REPORTED(insert_mxfp8_kernel, grid, call, p);
+      CUDA_LAUNCH_REPORTED_SIZED(insert_mxfp8_kernel, grid, block, 0, call, p);
     else
-      CUDA_LAUNCH_REPORTED(insert_nvfp4_kernel, grid, call, p);
+      CUDA_LAUNCH_REPORTED_SIZED(insert_nvfp4_kernel, grid, block, 0, call, p);
   }
   return cuda_leave(&call, "quantize_and_insert_k_cache");
 }
