@@ -87,6 +87,7 @@ typedef struct {
   void (*bad_slot)(void *ctx, int64_t t, int64_t slot);
   int64_t (*row)(void *ctx, int64_t t, int64_t slot);
   void *ctx;
+  void (*finish)(void *ctx); /* NULL, or called on each thread of the team after its last row */
 } cpu_paged_rows;
 /* Runs them on nt threads; *sum = the rows' counts.  DSV4KV_ERR_ALLOC when
  * the row order cannot be allocated (nothing written then). */
@@ -113,9 +114,11 @@ void record_dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, c
                            uint16_t *out, int nt);
 void cpu_store_fence(void);
 /* The insert's record quantization on that path (src/cpu/insert_avx512.c):
- * record_quant_ref's bytes for V4 and MXFP8 records; returns 0 (nothing
- * written) for the others, which take the scalar code. */
-int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
+ * record_quant_ref's bytes for V4, MXFP8 and NVFP4 records; returns 0 for
+ * the others and a NVFP4 row holding a NaN, which take the scalar code.
+ * nt = non-temporal stores of V4 records (values 64-byte aligned, scales
+ * 8-byte, each thread ending with cpu_store_fence()). */
+int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales, int nt);
 
 /* AVX2 + F16C + FMA path (src/cpu/gather_avx2.c), for processors without
  * AVX-512: whether the processor runs it, and the gather's record

@@ -117,7 +117,7 @@ dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4k
   /* Threads own pages (as the insert's): the rows of one slot meet on one
    * thread in row order, so the last writing row wins whatever the team. */
   const cpu_paged_rows p = {&a->slots, a->T, c->block_size, c->num_pages * c->block_size,
-                            indexer_bad_slot, indexer_row, &j};
+                            indexer_bad_slot, indexer_row, &j, NULL};
   int64_t nonfinite = 0;
   dsv4kv_status st = cpu_rows_by_page(&p, nt, &nonfinite);
   rep->nonfinite = nonfinite;

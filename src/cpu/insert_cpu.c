@@ -8,7 +8,7 @@ typedef struct {
   const insert_args *a;
   const exec_opts *o;
   dsv4kv_report *r;
-  int fnuz;
+  int fnuz, nt; /* nt: non-temporal record stores (cpu_insert says when) */
   cpu_path_kind path;
 } insert_job;
 
@@ -27,26 +27,41 @@ static int64_t insert_row(void *vctx, int64_t t, int64_t slot) {
   const uint16_t *x = (const uint16_t *)(j->a->k.data + t * j->a->k.stride[0] * 2);
   uint8_t *page = c->base + pg * c->page_stride;
   uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
-  const int done = j->path == CPU_PATH_AVX512 ? record_quant_avx512(c->record, j->fnuz, x, values, scales)
+  const int done = j->path == CPU_PATH_AVX512 ? record_quant_avx512(c->record, j->fnuz, x, values, scales, j->nt)
                    : j->path == CPU_PATH_AVX2 ? record_quant_avx2(c->record, j->fnuz, x, values, scales)
                                               : 0;
   if (!done) record_quant_ref(c->record, j->fnuz, x, values, scales);
   return j->o->check_nonfinite ? count_nonfinite_bf16(x, HEAD_DIM) : 0;
 }
 
-/* Single-thread nanoseconds a row costs, roughly (bench, this workplace's
- * Xeon): what cpu_team weighs against a worker's wake-up. */
+/* Single-thread nanoseconds a row costs, roughly (a cache-resident row on
+ * this workplace's machines; avx512: 50 / 56 / 84 ns for V4 / MXFP8 / NVFP4
+ * on a Zen 4): what cpu_team weighs against a worker's wake-up. */
 static double row_ns(dsv4kv_record rec, cpu_path_kind path) {
-  if (rec == DSV4KV_RECORD_NVFP4) return path == CPU_PATH_AVX512 ? 150 : 7000;
-  return path == CPU_PATH_AVX512 ? 150 : path == CPU_PATH_AVX2 ? 300 : 1000;
+  if (rec == DSV4KV_RECORD_NVFP4) return path == CPU_PATH_AVX512 ? 90 : 7000;
+  return path == CPU_PATH_AVX512 ? 60 : path == CPU_PATH_AVX2 ? 300 : 1000;
+}
+
+static void insert_finish(void *vctx) {
+  const insert_job *j = vctx;
+  if (j->nt) cpu_store_fence(); /* the records visible before the call returns */
 }
 
 dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
-  insert_job j = {a, o, r, c->fp8 == DSV4KV_FP8_FNUZ, cpu_path_now()};
+  insert_job j = {a, o, r, c->fp8 == DSV4KV_FP8_FNUZ, 0, cpu_path_now()};
+  /* V4 records far larger than the caches go straight to memory: a normal
+   * store first reads each line it fills, and the 576 value bytes are whole
+   * lines when pages are 64-byte aligned (the 8-byte scales of a page's
+   * consecutive rows fill theirs too): 64k tokens on 1 thread ran about a
+   * third faster.  MXFP8's and NVFP4's records split lines: streaming
+   * MXFP8's in 16-byte pieces, or NVFP4's whole lines, ran slower. */
+  j.nt = j.path == CPU_PATH_AVX512 && c->record == DSV4KV_RECORD_V4 &&
+         (double)a->T * c->layout.record_bytes > cpu_nt_min_bytes() && (uintptr_t)c->base % 64 == 0 &&
+         c->page_stride % 64 == 0;
   const int nt = cpu_team(o, (double)a->T * row_ns(c->record, j.path));
   const cpu_paged_rows p = {&a->slots, a->T, c->block_size, c->num_pages * c->block_size, /* no overflow */
-                            insert_bad_slot, insert_row, &j};
+                            insert_bad_slot, insert_row, &j, insert_finish};
   int64_t nonfinite = 0;
   dsv4kv_status st = cpu_rows_by_page(&p, nt, &nonfinite);
   r->nonfinite = nonfinite;

@@ -39,6 +39,7 @@ static void bucket_task(void *vctx, int t, int nt) {
         const int64_t row = j->order[i];
         sum += p->row(p->ctx, row, tv_i64_1(p->slots, row));
       }
+  if (p->finish) p->finish(p->ctx);
   atomic_fetch_add_explicit(&j->sum, sum, memory_order_relaxed);
   (void)t, (void)nt;
 }
@@ -56,6 +57,7 @@ dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
       else
         *sum += p->row(p->ctx, t, slot);
     }
+    if (p->finish) p->finish(p->ctx);
     return DSV4KV_OK;
   }
   int64_t B = (int64_t)(nt < 2 ? 2 : nt) * BUCKETS_PER_THREAD;
