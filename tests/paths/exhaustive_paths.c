@@ -5,7 +5,8 @@
  * order, then shuffled so each value meets many block scales), then a gather
  * of every cache byte pattern back (every code at every in-record position,
  * every scale byte); caches and rows must be byte-identical to the scalar
- * path's.  NVFP4 also on every (value, block scale) pair (check_nvfp4_scales).
+ * path's.  NVFP4 also on every (value, block scale) pair (check_nvfp4_scales),
+ * V4 and MXFP8 on every pair with a normal code (check_fp8_scales).
  * Exit 0 when every path matched, 1 on a difference, 77 when the
  * processor runs no path but the scalar one.
  */
@@ -85,7 +86,7 @@ static int check_exponent_rule(void) {
 }
 
 /* An insert of `rows` rows of k (slots 0..rows-1) on `path`. */
-static int insert_on(const char *path, dsv4kv_record rec, const uint16_t *k, int64_t rows, uint8_t *cache) {
+static int insert_on(const char *path, dsv4kv_record rec, int fnuz, const uint16_t *k, int64_t rows, uint8_t *cache) {
   if (dsv4kv_cpu_path_select(path) != DSV4KV_OK) return -1;
   const int64_t pages = (rows + BS - 1) / BS;
   int64_t ks[2] = {rows, 512}, ss[1] = {rows}, cs[2] = {pages, (int64_t)BS * dsv4kv_record_bytes(rec)};
@@ -94,7 +95,7 @@ static int insert_on(const char *path, dsv4kv_record rec, const uint16_t *k, int
   DLTensor tk = {(void *)k, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, ks, NULL, 0};
   DLTensor ts = {slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ss, NULL, 0};
   DLTensor tc = {cache, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, cs, NULL, 0};
-  dsv4kv_cache_desc d = {rec, DSV4KV_FP8_OCP, BS, 0, 0};
+  dsv4kv_cache_desc d = {rec, fnuz ? DSV4KV_FP8_FNUZ : DSV4KV_FP8_OCP, BS, 0, 0};
   memset(cache, 0xCD, (size_t)(cs[0] * cs[1]));
   int rc = dsv4kv_is_error(dsv4kv_quantize_and_insert_k_cache(&tk, &tc, &d, &ts, NULL)) ? -1 : 0;
   free(slots);
@@ -137,12 +138,69 @@ static int check_nvfp4_scales(void) {
   const int64_t rows = n / 512, pages = (rows + BS - 1) / BS;
   const size_t cbytes = (size_t)(pages * BS * DSV4KV_NVFP4_BYTES_PER_TOKEN);
   uint8_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
-  int bad = insert_on("scalar", DSV4KV_RECORD_NVFP4, k, rows, c0) != 0;
+  int bad = insert_on("scalar", DSV4KV_RECORD_NVFP4, 0, k, rows, c0) != 0;
   for (int p = 1; p < dsv4kv_cpu_path_count() && !bad; p++) {
-    bad |= insert_on(dsv4kv_cpu_path_name(p), DSV4KV_RECORD_NVFP4, k, rows, c1) != 0;
+    bad |= insert_on(dsv4kv_cpu_path_name(p), DSV4KV_RECORD_NVFP4, 0, k, rows, c1) != 0;
     bad |= memcmp(c0, c1, cbytes) != 0;
     printf("nvfp4 codes, %d amaxes x every bf16 value below them (%lld blocks), %-8s: %s\n", na,
            (long long)(n / 16), dsv4kv_cpu_path_name(p), bad ? "DIFFERS" : "identical");
+  }
+  dsv4kv_cpu_path_select(NULL);
+  free(k), free(c0), free(c1);
+  return bad;
+}
+
+/* The fp8 records' codes on every (value, block scale) pair whose code is
+ * normal or zero: for every UE8M0 exponent an amax reaches (the smallest and
+ * the largest bf16 amax of each, the floor's included), blocks of that amax
+ * and every bf16 value of at most its magnitude down to 2^(e-6) (and the
+ * zeros).  Such rows hold no value needing subnormal steps, so the avx512
+ * path encodes them from the bf16 bits instead of handing them to its fp32
+ * code: this covers that encoder on every input it takes. */
+static int check_fp8_scales(dsv4kv_record rec, int fnuz) {
+  const int v4 = rec == DSV4KV_RECORD_V4, blk = v4 ? 64 : 32, coded = v4 ? 448 : 512;
+  uint16_t amaxes[600];
+  int na = 0, last = 1000;
+  for (uint32_t b = 1; b < 0x7F80; b++) {
+    const float a = bf16_to_f32((uint16_t)b);
+    const int e = ceil_log2_ratio_175(a > AMAX_FLOOR ? a : AMAX_FLOOR, fnuz ? 7 : 8);
+    if (e != last) {
+      if (b > 1) amaxes[na++] = (uint16_t)(b - 1);
+      amaxes[na++] = (uint16_t)b, last = e;
+    }
+  }
+  amaxes[na++] = 0x7F7F;
+  int64_t cap = 1 << 20, n = 0;
+  uint16_t *k = malloc((size_t)cap * 2);
+  for (int i = 0; i < na; i++) {
+    const float amax = bf16_to_f32(amaxes[i]);
+    const int e = ceil_log2_ratio_175(amax > AMAX_FLOOR ? amax : AMAX_FLOOR, fnuz ? 7 : 8);
+    const float low = ldexpf(1.0f, e - 6); /* the smallest normal e4m3 value times the scale */
+    for (uint32_t b = 0; b < 0x10000; b++) {
+      const float x = bf16_to_f32((uint16_t)b);
+      if (isnan(x) || fabsf(x) > amax || (x != 0 && fabsf(x) < low)) continue;
+      if (n + 2 * 512 > cap) k = realloc(k, (size_t)(cap *= 2) * 2);
+      if (n % 512 == coded) /* V4: the RoPE dims, raw */
+        while (n % 512) k[n++] = 0;
+      if (n % blk == 0) k[n++] = amaxes[i]; /* each block holds its amax */
+      k[n++] = (uint16_t)b;
+    }
+    while (n % blk || n % 512 == coded) {
+      const uint16_t fill = n % 512 >= coded ? 0 : amaxes[i];
+      k[n++] = fill;
+    }
+  }
+  while (n % 512) k[n++] = 0;
+  const int64_t rows = n / 512, pages = (rows + BS - 1) / BS;
+  const size_t cbytes = (size_t)(pages * BS * dsv4kv_record_bytes(rec));
+  uint8_t *c0 = malloc(cbytes), *c1 = malloc(cbytes);
+  int bad = insert_on("scalar", rec, fnuz, k, rows, c0) != 0;
+  for (int p = 1; p < dsv4kv_cpu_path_count() && !bad; p++) {
+    bad |= insert_on(dsv4kv_cpu_path_name(p), rec, fnuz, k, rows, c1) != 0;
+    bad |= memcmp(c0, c1, cbytes) != 0;
+    printf("%s%s codes, %d amaxes x every bf16 value with a normal code (%lld rows), %-8s: %s\n",
+           v4 ? "v4" : "mxfp8", fnuz ? " fnuz" : "", na, (long long)rows, dsv4kv_cpu_path_name(p),
+           bad ? "DIFFERS" : "identical");
   }
   dsv4kv_cpu_path_select(NULL);
   free(k), free(c0), free(c1);
@@ -189,6 +247,7 @@ int main(void) {
   dsv4kv_cpu_path_select(NULL);
   free(k);
   failed |= check_nvfp4_scales();
+  for (int f = 0; f < 2; f++) failed |= check_fp8_scales(DSV4KV_RECORD_V4, f) | check_fp8_scales(DSV4KV_RECORD_MXFP8, f);
   printf("%s\n", failed ? "FAILED" : "every path identical to the scalar one");
   return failed;
 }
