@@ -11,8 +11,10 @@ hint() {
   case "$1" in
     sim_run_trace*) echo "the serving traces: scripts/fetch_traces.sh, or DSV4KV_TRACES=DIR" ;;
     verify_golden*) echo "golden files: tests/golden, or DSV4KV_GOLDEN=DIR" ;;
-    ops_cuda | cuda_graph_streams) echo "a CUDA build and a GPU" ;;
-    ops_cpu_paths) echo "a SIMD CPU path this processor runs (avx512: AVX-512 F/BW/VL and F16C)" ;;
+    ops_cuda | cuda_graph_streams | cuda_conversions_exhaustive)
+      echo "a CUDA build (nvcc) and a GPU of compute capability 9.0+ with its driver" ;;
+    ops_cpu_paths* | cpu_paths_exhaustive | cpu_sum_squares_paths)
+      echo "a SIMD CPU path this processor runs (avx2: AVX2, FMA and F16C; avx512: AVX-512 F/BW/VL)" ;;
     *plot*) echo "gnuplot (apt-get install gnuplot-nox)" ;;
     *fuzz*|*libfuzzer*) echo "clang with libFuzzer (apt-get install clang)" ;;
     *json*) echo "python3" ;;

@@ -519,7 +519,11 @@ static const char *file_type(mode_t mode) {
 static FILE *open_regular(const char *path, char *err, size_t errlen) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    const int missing = errno == ENOENT;
+    snprintf(err, errlen, "%s: cannot open: %s%s", path, strerror(errno),
+             missing ? " (a relative path is from the current directory; docs/TRACES.md says where the public "
+                       "traces live and scripts/fetch_traces.sh fetches them)"
+                     : "");
     return NULL;
   }
   struct stat sb;
