@@ -9,9 +9,11 @@
  * product with the block scale 2^(s-127) is then the reference's one fp32
  * multiply; bf16 rounding is the reference's integer round-half-even with
  * every NaN made 0x7FFF (fp8x32: 32 codes in 16-bit lanes, one multiply by
- * scale x 2^8 where that is finite; for scale bytes 11..246 the products are
- * exact normal fp32 of <= 4 significant bits, whose bf16 is the high half,
- * no rounding step).  e2m1 values come from a 16-entry table. */
+ * scale x 2^8 where that is finite).  For scale bytes 11..246 every product
+ * is an exact normal of <= 4 significant bits, so its bf16 is made in
+ * integers, no fp32 step (fp8x32_direct).  NVFP4: e2m1 x e4m3 products are
+ * exact too; each pair of blocks is a 16-entry fp32 product table per block
+ * whose high halves vpermw picks by nibble (nvfp4_pair_lut). */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -66,7 +68,7 @@ static AVX512 __m512 e4m3x16(const uint8_t *codes, int fnuz) {
  * which is exact and representable for scale bytes up to 246, so the
  * product is the reference's code value x s rounded once; bf16 rounding in
  * integers; NaN codes -> 0x7FFF. */
-static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, uint16_t *out, int nt) {
+static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, uint16_t *out, int nt) {
   const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)codes));
   __m512i h = _mm512_slli_epi16(c, 7);
   h = _mm512_add_epi16(h, _mm512_and_si512(h, _mm512_set1_epi16(0x4000)));
@@ -79,10 +81,6 @@ static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, 
   for (int i = 0; i < 2; i++) {
     const __m512 f = _mm512_mul_ps(_mm512_cvtph_ps(half[i]), s8);
     const __m512i b = _mm512_castps_si512(f);
-    if (exact) { /* an exact product of <= 4 significant bits: its low 16 bits are 0, RNE is the high half */
-      u[i] = _mm512_srli_epi32(b, 16);
-      continue;
-    }
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
     u[i] = _mm512_srli_epi32(_mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
   }
@@ -92,18 +90,39 @@ static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, int exact, 
   store64(out, r, nt);
 }
 
+/* 32 codes of one block straight to bf16 in 16-bit lanes, for scale bytes
+ * 11..246, where every product code x 2^(scale-127) is an exact normal
+ * bf16: a normal code's magnitude << 4 is its exponent << 7 | mantissa << 4,
+ * so its bf16 is that plus the exponent offset `base`; the 7 subnormal
+ * codes (and 0) come from `sub`, the block's table; the sign is the code's
+ * bit 7 moved to 15; NaN codes -> 0x7FFF. */
+static AVX512 void fp8x32_direct(const uint8_t *codes, __m512i base, __m512i sub, int fnuz, uint16_t *out, int nt) {
+  const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)codes));
+  const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi16(0x7F));
+  __m512i r = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), base);
+  r = _mm512_mask_permutexvar_epi16(r, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8)), mag, sub);
+  r = _mm512_ternarylogic_epi32(r, _mm512_slli_epi16(c, 8), _mm512_set1_epi16((short)0x8000), 0xF8); /* r | (c8 & m) */
+  const __mmask32 nan = fnuz ? _mm512_cmpeq_epi16_mask(c, _mm512_set1_epi16(0x80))
+                             : _mm512_cmpeq_epi16_mask(mag, _mm512_set1_epi16(0x7F));
+  store64(out, _mm512_mask_mov_epi16(r, nan, _mm512_set1_epi16(0x7FFF)), nt);
+}
+
 /* n codes (a multiple of 32) of one fp8 block with its UE8M0 scale byte. */
 static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, uint16_t *out, int nt) {
+  if (scale >= 11 && scale <= 246) { /* exact normal products: fp8x32_direct */
+    const int off = (scale - 127) * 128 - (fnuz ? 128 : 0); /* exponent offset in bf16 bits, FNUZ's bias 8 */
+    /* bf16 of m x 2^-9 (m = 0..7, the OCP subnormals) moved by the offset; 0 stays 0 */
+    const __m512i sub0 = _mm512_setr_epi32(0x3B000000, 0x3BC03B80, 0x3C203C00, 0x3C603C40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           0, 0);
+    const __m512i sub = _mm512_maskz_add_epi16(0xFE, sub0, _mm512_set1_epi16((short)off));
+    const __m512i base = _mm512_set1_epi16((short)(off + 120 * 128));
+    for (int i = 0; i < n; i += 32) fp8x32_direct(codes + i, base, sub, fnuz, out + i, nt);
+    return;
+  }
   const __m512 s = _mm512_set1_ps(ue8m0_decode_ftz(scale));
   if (scale <= 246) { /* s * 2^8 finite: one multiply (see fp8x32) */
     const __m512 s8 = _mm512_mul_ps(s, _mm512_set1_ps(fnuz ? 0x1p7f : 0x1p8f));
-    /* scale bytes 11..246: every product is a normal fp32 (>= 2^-10 x 2^-116),
-     * exact, and needs no rounding to bf16 */
-    const int exact = scale >= 11;
-    if (exact)
-      for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, 1, out + i, nt);
-    else
-      for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, 0, out + i, nt);
+    for (int i = 0; i < n; i += 32) fp8x32(codes + i, s8, fnuz, out + i, nt);
     return;
   }
   for (int i = 0; i < n; i += 16) store_bf16x16(_mm512_mul_ps(e4m3x16(codes + i, fnuz), s), out + i, nt);
@@ -124,20 +143,47 @@ static AVX512 void nvfp4_block(const uint8_t *packed, uint8_t scale, uint16_t *o
   store_bf16x16(_mm512_mul_ps(e2m1x16(packed), _mm512_set1_ps(e4m3_decode(scale))), out, nt);
 }
 
-/* bf16 bits (RNE) of 16 products that are not NaN, in 32-bit lanes. */
-static AVX512 __m512i bf16_bits_no_nan(__m512 f) {
-  const __m512i u = _mm512_castps_si512(f);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  return _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+/* Two NVFP4 blocks (16 bytes of nibbles, 32 values) by table lookup: the
+ * 16 products e2m1 x scale of each block in fp32 (pa, pb), exact and of
+ * <= 6 significant bits, so each one's bf16 is its high half (odd 16-bit
+ * word), which vpermw picks by the index 2 x nibble + 1; one 64-byte store. */
+static AVX512 void nvfp4_pair_lut(const uint8_t *packed, __m512 pa, __m512 pb, uint16_t *out, int nt) {
+  const __m512i d = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)packed)); /* byte j in dword j */
+  /* word 2j = 2 x low nibble + 1, word 2j + 1 = 2 x high nibble + 1: bits
+   * 1-4 from the shifts, bit 0 set (ternlog (a | b) | ~c); the bits above 4,
+   * which vpermw ignores, are left as they fall */
+  const __m512i idx = _mm512_ternarylogic_epi32(_mm512_slli_epi32(d, 1), _mm512_slli_epi32(d, 13),
+                                                _mm512_set1_epi32(0x001E001E), 0xFD);
+  __m512i r = _mm512_permutexvar_epi16(idx, _mm512_castps_si512(pa));
+  r = _mm512_mask_permutexvar_epi16(r, 0xFFFF0000u, idx, _mm512_castps_si512(pb));
+  store64(out, r, nt);
 }
 
-/* Two NVFP4 blocks whose scales are not NaN codes: the products (e2m1 x a
- * finite e4m3, exact) are never NaN, so no NaN step; one 64-byte store. */
-static AVX512 void nvfp4_2_blocks(const uint8_t *packed, const uint8_t *scales, uint16_t *out, int nt) {
-  const __m512i a = bf16_bits_no_nan(_mm512_mul_ps(e2m1x16(packed), _mm512_set1_ps(e4m3_decode(scales[0]))));
-  const __m512i b = bf16_bits_no_nan(_mm512_mul_ps(e2m1x16(packed + 8), _mm512_set1_ps(e4m3_decode(scales[1]))));
-  /* packus works per 128-bit lane: 4 of a, 4 of b, ...; the qword permutation restores the order */
-  store64(out, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), _mm512_packus_epi32(a, b)), nt);
+/* One NVFP4 record: the 32 scales decoded at once (the e4m3 -> fp16 bits
+ * of fp8x32, exact, x 2^-8; the 2^8 is in the e2m1 table), then the pairs
+ * of blocks by lookup.  A pair with a NaN scale code takes nvfp4_block,
+ * whose products are NaN and become 0x7FFF. */
+static AVX512 void nvfp4_record(const uint8_t *values, const uint8_t *scales, uint16_t *out, int nt) {
+  const __m256i sb = _mm256_loadu_si256((const __m256i *)scales);
+  const __mmask32 nan = _mm256_cmpeq_epi8_mask(_mm256_and_si256(sb, _mm256_set1_epi8(0x7F)), _mm256_set1_epi8(0x7F));
+  __m512i h = _mm512_slli_epi16(_mm512_cvtepu8_epi16(sb), 7);
+  h = _mm512_add_epi16(h, _mm512_and_si512(h, _mm512_set1_epi16(0x4000)));
+  float sc[NVFP4_NUM_SCALES]; /* each block's scale x 2^-8, broadcast from here by the multiplies */
+  _mm512_storeu_ps(sc, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 0)));
+  _mm512_storeu_ps(sc + 16, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)));
+  const __m512 e2m1 = _mm512_setr_ps(0.0f, 0x1p7f, 0x1p8f, 0x1.8p8f, 0x1p9f, 0x1.8p9f, 0x1p10f, 0x1.8p10f, -0.0f, -0x1p7f,
+                                     -0x1p8f, -0x1.8p8f, -0x1p9f, -0x1.8p9f, -0x1p10f, -0x1.8p10f); /* x 2^8 */
+  for (int s = 0; s < NVFP4_NUM_SCALES; s += 2) {
+    const uint8_t *packed = values + s * NVFP4_BLOCK / 2;
+    uint16_t *o = out + s * NVFP4_BLOCK;
+    if (!((nan >> s) & 3u)) {
+      nvfp4_pair_lut(packed, _mm512_mul_ps(e2m1, _mm512_set1_ps(sc[s])), _mm512_mul_ps(e2m1, _mm512_set1_ps(sc[s + 1])),
+                     o, nt);
+    } else {
+      nvfp4_block(packed, scales[s], o, nt);
+      nvfp4_block(packed + NVFP4_BLOCK / 2, scales[s + 1], o + NVFP4_BLOCK, nt);
+    }
+  }
 }
 
 static AVX512 void dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
@@ -154,13 +200,7 @@ static AVX512 void dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *va
         fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, out + s * MXFP8_BLOCK, nt);
       return;
     case DSV4KV_RECORD_NVFP4:
-      for (int s = 0; s < NVFP4_NUM_SCALES; s += 2)
-        if ((scales[s] & 0x7F) != 0x7F && (scales[s + 1] & 0x7F) != 0x7F) { /* neither scale a NaN code */
-          nvfp4_2_blocks(values + s * NVFP4_BLOCK / 2, scales + s, out + s * NVFP4_BLOCK, nt);
-        } else {
-          nvfp4_block(values + s * NVFP4_BLOCK / 2, scales[s], out + s * NVFP4_BLOCK, nt);
-          nvfp4_block(values + (s + 1) * NVFP4_BLOCK / 2, scales[s + 1], out + (s + 1) * NVFP4_BLOCK, nt);
-        }
+      nvfp4_record(values, scales, out, nt);
       return;
     case DSV4KV_RECORD_INDEXER_FP8:
     case DSV4KV_RECORD_INDEXER_MXFP4:
