@@ -11,6 +11,15 @@
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
 
+/* A 64-byte store, non-temporal when nt (p then 64-byte aligned): outputs
+ * far larger than the caches skip the read for ownership of whole lines. */
+static inline AVX512 void store64(void *p, __m512i v, int nt) {
+  if (nt)
+    _mm512_stream_si512(p, v);
+  else
+    _mm512_storeu_si512(p, v);
+}
+
 static inline AVX512 __m512 bf16x16(const uint16_t *x) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)x)), 16));
 }

@@ -19,19 +19,12 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "cpu/avx512.h"
 #include "formats/ref.h"
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
-
-/* Output stores: non-temporal (nt) for outputs far larger than the caches,
- * whose rows are 64-byte aligned (the caller checks): no read for ownership
- * of lines the gather overwrites whole, and the cache keeps the records. */
-static AVX512 void store64(uint16_t *out, __m512i v, int nt) {
-  if (nt)
-    _mm512_stream_si512((void *)out, v);
-  else
-    _mm512_storeu_si512((void *)out, v);
-}
+/* Output stores (store64: avx512.h): non-temporal (nt) for outputs far
+ * larger than the caches, whose rows are 64-byte aligned (the caller
+ * checks); the cache keeps the records. */
 static AVX512 void store32(uint16_t *out, __m256i v, int nt) {
   if (nt)
     _mm256_stream_si256((__m256i *)out, v);
@@ -62,6 +55,13 @@ static AVX512 __m512 e4m3x16(const uint8_t *codes, int fnuz) {
   return _mm512_mask_mov_ps(v, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
 }
 
+/* e4m3 codes in 16-bit lanes as fp16 bits, the value x 2^-8 (FNUZ: 2^-7):
+ * magnitude << 7, and the sign (bit 14 of c << 7) doubled into bit 15. */
+static inline AVX512 __m512i e4m3_fp16_bits(__m512i c) {
+  const __m512i h = _mm512_slli_epi16(c, 7);
+  return _mm512_add_epi16(h, _mm512_and_si512(h, _mm512_set1_epi16(0x4000)));
+}
+
 /* 32 codes of one block, 16-bit lanes all the way but for the multiply:
  * the fp16 bits (magnitude << 7, sign to bit 15: bit 14 of c << 7 doubled
  * into bit 15) through vcvtph2ps, one multiply by s * 2^8 (2^7 FNUZ),
@@ -70,8 +70,7 @@ static AVX512 __m512 e4m3x16(const uint8_t *codes, int fnuz) {
  * integers; NaN codes -> 0x7FFF. */
 static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, uint16_t *out, int nt) {
   const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)codes));
-  __m512i h = _mm512_slli_epi16(c, 7);
-  h = _mm512_add_epi16(h, _mm512_and_si512(h, _mm512_set1_epi16(0x4000)));
+  const __m512i h = e4m3_fp16_bits(c);
   const __mmask32 nan = fnuz ? _mm512_cmpeq_epi16_mask(c, _mm512_set1_epi16(0x80))
                              : _mm512_cmpeq_epi16_mask(_mm512_and_si512(c, _mm512_set1_epi16(0x7F)), _mm512_set1_epi16(0x7F));
   __m512i u[2];
@@ -166,8 +165,7 @@ static AVX512 void nvfp4_pair_lut(const uint8_t *packed, __m512 pa, __m512 pb, u
 static AVX512 void nvfp4_record(const uint8_t *values, const uint8_t *scales, uint16_t *out, int nt) {
   const __m256i sb = _mm256_loadu_si256((const __m256i *)scales);
   const __mmask32 nan = _mm256_cmpeq_epi8_mask(_mm256_and_si256(sb, _mm256_set1_epi8(0x7F)), _mm256_set1_epi8(0x7F));
-  __m512i h = _mm512_slli_epi16(_mm512_cvtepu8_epi16(sb), 7);
-  h = _mm512_add_epi16(h, _mm512_and_si512(h, _mm512_set1_epi16(0x4000)));
+  const __m512i h = e4m3_fp16_bits(_mm512_cvtepu8_epi16(sb));
   float sc[NVFP4_NUM_SCALES]; /* each block's scale x 2^-8, broadcast from here by the multiplies */
   _mm512_storeu_ps(sc, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 0)));
   _mm512_storeu_ps(sc + 16, _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1)));

@@ -187,13 +187,6 @@ static AVX512 int mxfp8_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_
   return !low;
 }
 
-/* A 64-byte store, non-temporal when nt (p then 64-byte aligned). */
-static inline AVX512 void store64(uint8_t *p, __m512i v, int nt) {
-  if (nt)
-    _mm512_stream_si512((void *)p, v);
-  else
-    _mm512_storeu_si512((void *)p, v);
-}
 
 /* V4's 7 blocks of 64 from z[14] (as mxfp8_fast; the RoPE dims aside). */
 static AVX512 int v4_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_t *scales, int nt) {
