@@ -5,7 +5,9 @@
 #   registry       every case of tests/ops on the GPU against the CPU, byte
 #                  for byte, round 0 with the cases' seeds and 7 more rounds
 #                  of fresh random shapes and values; again with each way of
-#                  resolving duplicate slots forced (DSV4KV_CUDA_DEDUP)
+#                  resolving duplicate slots forced (DSV4KV_CUDA_DEDUP), and
+#                  with 32 threads a row for the index ops
+#                  (DSV4KV_CUDA_INDEX_THREADS)
 #   golden         dsv4kv verify --device cuda tests/golden
 #   cuda_tests     tests/cuda/test_cuda (graph capture and replay, two
 #                  streams, offsets past 2^32, empty batches, warm-up)
@@ -24,6 +26,8 @@
 #   bench          dsv4kv bench --device cuda, every configuration, without
 #                  and (bench_report) with a device report per call; tables,
 #                  JSON (plot them here with dsv4kv bench --from-json)
+#   bound          bench/access_bound.cu: the inserts' and gathers' loads and
+#                  stores alone, the bandwidth their access pattern allows
 # and prints a summary table last.  Logs go to build-gpu/out/ (and, when $OUT
 # names a folder, as one archive gpu-check-logs.tar.gz plus summary.txt there).
 #
@@ -118,6 +122,8 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
   # the duplicate-slot ways forced where the sizes would pick another
   step registry_dedup_mark env DSV4KV_CUDA_DEDUP=mark "$B/tests/ops_registry" --backend cuda --rounds 4
   step registry_dedup_global env DSV4KV_CUDA_DEDUP=global "$B/tests/ops_registry" --backend cuda --filter dup --rounds 4
+  # the index ops at 32 threads a row: rows wider than a block holds at once
+  step registry_index_narrow env DSV4KV_CUDA_INDEX_THREADS=32 "$B/tests/ops_registry" --backend cuda --rounds 2
   step golden "$B/dsv4kv" verify --device cuda tests/golden
   step cuda_tests "$B/tests/test_cuda"
   step conversions "$B/tests/exhaustive_cuda"
@@ -139,6 +145,8 @@ fi
 if [ "$mode" != python ]; then
   step bench "$B/dsv4kv" bench --device cuda --json "$out/bench.json"
   step bench_report "$B/dsv4kv" bench --device cuda --report --json "$out/bench-report.json"
+  # the bound the inserts' and gathers' accesses allow (no arithmetic)
+  step bound sh -c "nvcc -O3 -arch=sm_90 -o '$B/access_bound' bench/access_bound.cu && '$B/access_bound'"
 fi
 [ "$mode" = bench ] && skip_python=1
 # The Python package: built by pip (no build isolation: no registry there),
@@ -162,6 +170,6 @@ for i in "${!names[@]}"; do
 done
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
   tar czf "$OUT/gpu-check-logs.tar.gz" -C "$root/build-gpu" out && cp "$out/summary.txt" "$OUT/"
-  for f in bench.log bench.json bench_report.log bench-report.json; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
+  for f in bench.log bench.json bench_report.log bench-report.json bound.log; do [ -f "$out/$f" ] && cp "$out/$f" "$OUT/"; done
 fi
 exit $fail

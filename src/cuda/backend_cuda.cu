@@ -137,6 +137,16 @@ int cuda_dedup_forced(void) {
   return forced;
 }
 
+int cuda_index_threads_forced(void) {
+  static volatile int forced = -2;
+  if (forced == -2) {
+    const char *e = getenv("DSV4KV_CUDA_INDEX_THREADS");
+    const int n = e ? atoi(e) : 0;
+    forced = n == 32 || n == 64 || n == 128 || n == 256 ? n : 0;
+  }
+  return forced;
+}
+
 void cuda_mark_rows(cudaStream_t stream, const mark_params *p) {
   if (p->d.mode != DEDUP_MARK) return;
   int64_t b = (p->T + CUDA_BLOCK - 1) / CUDA_BLOCK;

@@ -25,10 +25,16 @@ static inline unsigned index_grid(int64_t rows) {
   return rows < 1 ? 1u : rows > (1 << 20) ? (1u << 20) : (unsigned)rows;
 }
 
+/* The threads a row DSV4KV_CUDA_INDEX_THREADS (32, 64, 128 or 256) forces
+ * for the tests, so that the registry's narrow rows reach the kernels' loops
+ * over entries past what a block holds at once; else 0 (read once). */
+int cuda_index_threads_forced(void);
+
 /* CUDA_LAUNCH_REPORTED with one block of `threads` a row. */
 #define INDEX_LAUNCH_BLOCK(kernel, rows, threads, call, p)                           \
   do {                                                                               \
-    const unsigned g_ = index_grid(rows), b_ = (threads);                            \
+    const unsigned f_ = (unsigned)cuda_index_threads_forced();                      \
+    const unsigned g_ = index_grid(rows), b_ = f_ ? f_ : (threads);                  \
     (kernel)<<<g_, b_, 0, (call).stream>>>(p);                                       \
     if ((p).note.rep) {                                                              \
       (p).note.detail = 1;                                                           \

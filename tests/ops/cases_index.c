@@ -152,7 +152,9 @@ static void ref_combine_case(ops_inst *in) {
 /* ------------------------------------------------------------------ §5.3 */
 enum { F_COMP = 1, F_LENS = 2, F_VALID = 4, F_LOCAL = 8, F_CBT = 16, F_SPAN = 32, F_CR = 64 };
 /* FV_W4: S, Dk and the prefill width multiples of 4 (16-byte aligned rows). */
-enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32, FV_W4 = 64 };
+/* FV_WIDE: rows of hundreds of entries (positions past 1000, top-k up to 300,
+ * S up to 150), wider than a block's threads hold at once on the GPU. */
+enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32, FV_W4 = 64, FV_WIDE = 128 };
 
 typedef struct {
   int32_t D, P, R, S, Dk, Wp, Rs, Ps, Rc, Pc;
@@ -167,7 +169,7 @@ static void fi_requests(rng_t *r, int fv, fi_shape *z, int32_t *qsl, int32_t *se
   for (int32_t i = 0; i < z->R; i++) {
     int32_t ql = i < Dq ? 1 : (fv & FV_BIG) ? r32(r, 40, 60) : r32(r, 1, 6);
     qsl[i + 1] = qsl[i] + ql;
-    seq[i] = ql + r32(r, 0, 60);
+    seq[i] = ql + r32(r, 0, (fv & FV_WIDE) ? 1300 : 60);
     replay[i] = r32(r, 0, seq[i] - ql);
   }
   z->D = Dq;
@@ -186,19 +188,20 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   fi_shape z;
   int32_t qsl[260], seq[260], replay[260];
   fi_requests(r, fv, &z, qsl, seq, replay);
-  a->window_size = r32(r, 1, 16);
-  z.S = a->window_size + r32(r, 0, 4);
+  a->window_size = (fv & FV_WIDE) ? r32(r, 100, 140) : r32(r, 1, 16);
+  z.S = a->window_size + r32(r, 0, (fv & FV_WIDE) ? 12 : 4);
   a->swa_block_size = r32(r, 1, 16), a->compressed_block_size = r32(r, 1, 16);
   a->swa_block_span = (f & F_SPAN) ? a->swa_block_size + r32(r, 0, 8) : 0;
   a->compressed_block_span = (f & F_SPAN) ? a->compressed_block_size + r32(r, 0, 8) : 0;
   a->compress_ratio = (f & F_CR) ? (int32_t)(rng_below(r, 2) ? 4 : 128) : 0;
-  a->topk = (f & F_CR) ? r32(r, 1, 30) : r32(r, 0, 3);
+  a->topk = (f & F_CR) ? r32(r, 1, (fv & FV_WIDE) ? 300 : 30) : r32(r, 0, 3);
   a->decode_compressed_indices_are_local = (f & F_LOCAL) != 0;
-  z.Dk = (f & F_COMP) ? r32(r, 1, 33) : 0;
-  z.Wp = r32(r, 1, 40);
+  z.Dk = (f & F_COMP) ? r32(r, 1, (fv & FV_WIDE) ? 300 : 33) : 0;
+  z.Wp = (fv & FV_WIDE) ? r32(r, 200, 320) : r32(r, 1, 40);
   if (fv & FV_W4) z.S = (z.S + 3) / 4 * 4, z.Dk = (z.Dk + 3) / 4 * 4, z.Wp = (z.Wp + 3) / 4 * 4;
-  z.Rs = z.R, z.Ps = 70 / a->swa_block_size + 2;
-  z.Rc = z.R, z.Pc = 70 / a->compressed_block_size + 2;
+  const int32_t reach = (fv & FV_WIDE) ? 1400 : 70; /* the positions the tables cover */
+  z.Rs = z.R, z.Ps = reach / a->swa_block_size + 2;
+  z.Rc = z.R, z.Pc = reach / a->compressed_block_size + 2;
   if (fv & FV_SKIP) z.Ps = r32(r, 1, 3), z.Pc = r32(r, 1, 3), z.Rc = z.R > 1 ? z.R - 1 : 1;
   int32_t Pc = (f & F_CBT) ? z.Pc : z.Ps, cbs = a->compressed_block_size, T = z.D + z.P;
   int64_t pad = (fv & FV_PAD) ? 3 : 0, dS[2] = {z.D, z.S}, one[1] = {z.D}, rq[1] = {z.R}, tq[1] = {T};
@@ -340,7 +343,10 @@ void ops_register_index(ops_list *l) {
       {F_COMP | F_LOCAL | F_VALID, FV_W4 | FV_DECODE | FV_SKIP, "w4_decode_only_local"},
       {F_CR | F_CBT | F_SPAN, FV_W4 | FV_PREFILL | FV_SKIP, "w4_prefill_only"},
       {F_COMP | F_LOCAL | F_VALID | F_CR | F_SPAN, FV_W4 | FV_BIG, "w4_big_local"},
-      {F_COMP | F_LENS | F_CR | F_CBT, FV_W4 | FV_BIG | FV_SKIP, "w4_big_skips"}};
+      {F_COMP | F_LENS | F_CR | F_CBT, FV_W4 | FV_BIG | FV_SKIP, "w4_big_skips"},
+      {F_COMP | F_LENS | F_VALID | F_CR | F_CBT, FV_WIDE, "wide"},
+      {F_COMP | F_LOCAL | F_VALID | F_CR | F_SPAN, FV_WIDE | FV_SKIP, "wide_skips_local"},
+      {F_COMP | F_LOCAL | F_CR | F_CBT, FV_WIDE | FV_W4 | FV_PAD, "wide_w4_local_padded"}};
   for (size_t i = 0; i < sizeof fv / sizeof fv[0]; i++)
     ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, fv[i].f, fv[i].v, 0, 0, "flashinfer_%s",
             fv[i].n);
