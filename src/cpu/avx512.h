@@ -11,6 +11,13 @@
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
 
+/* Keeps a vector constant in a register across the loop that follows: gcc
+ * otherwise rebuilds each _mm512_set1 at its use, a move and a broadcast
+ * from a general register, which on Intel cores takes the one port that
+ * also runs every 512-bit shuffle, compare into a mask and zero-extension
+ * (port 5), the port those loops are bound by. */
+#define AVX512_KEEP(v) __asm__("" : "+v"(v))
+
 /* A 64-byte store, non-temporal when nt (p then 64-byte aligned): outputs
  * far larger than the caches skip the read for ownership of whole lines. */
 static inline AVX512 void store64(void *p, __m512i v, int nt) {

@@ -89,25 +89,43 @@ static AVX512 void fp8x32(const uint8_t *codes, __m512 s8, int fnuz, uint16_t *o
   store64(out, r, nt);
 }
 
+/* The constants of fp8x32_direct, built once a record (AVX512_KEEP). */
+typedef struct {
+  __m512i mag, eight, sign, nan_code, nan_bf16;
+} fp8_direct_consts;
+
+static inline AVX512 fp8_direct_consts fp8_direct_consts_of(int fnuz) {
+  fp8_direct_consts k = {_mm512_set1_epi16(0x7F), _mm512_set1_epi16(8), _mm512_set1_epi16((short)0x8000),
+                         _mm512_set1_epi16(fnuz ? 0x80 : 0x7F), _mm512_set1_epi16(0x7FFF)};
+  AVX512_KEEP(k.mag);
+  AVX512_KEEP(k.eight);
+  AVX512_KEEP(k.sign);
+  AVX512_KEEP(k.nan_code);
+  AVX512_KEEP(k.nan_bf16);
+  return k;
+}
+
 /* 32 codes of one block straight to bf16 in 16-bit lanes, for scale bytes
  * 11..246, where every product code x 2^(scale-127) is an exact normal
  * bf16: a normal code's magnitude << 4 is its exponent << 7 | mantissa << 4,
  * so its bf16 is that plus the exponent offset `base`; the 7 subnormal
  * codes (and 0) come from `sub`, the block's table; the sign is the code's
- * bit 7 moved to 15; NaN codes -> 0x7FFF. */
-static AVX512 void fp8x32_direct(const uint8_t *codes, __m512i base, __m512i sub, int fnuz, uint16_t *out, int nt) {
+ * bit 7 moved to 15; NaN codes (OCP 0x7F / 0xFF: the magnitude; FNUZ 0x80:
+ * the code) -> 0x7FFF. */
+static inline AVX512 void fp8x32_direct(const uint8_t *codes, __m512i base, __m512i sub, int fnuz,
+                                        const fp8_direct_consts *k, uint16_t *out, int nt) {
   const __m512i c = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)codes));
-  const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi16(0x7F));
+  const __m512i mag = _mm512_and_si512(c, k->mag);
   __m512i r = _mm512_add_epi16(_mm512_slli_epi16(mag, 4), base);
-  r = _mm512_mask_permutexvar_epi16(r, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(8)), mag, sub);
-  r = _mm512_ternarylogic_epi32(r, _mm512_slli_epi16(c, 8), _mm512_set1_epi16((short)0x8000), 0xF8); /* r | (c8 & m) */
-  const __mmask32 nan = fnuz ? _mm512_cmpeq_epi16_mask(c, _mm512_set1_epi16(0x80))
-                             : _mm512_cmpeq_epi16_mask(mag, _mm512_set1_epi16(0x7F));
-  store64(out, _mm512_mask_mov_epi16(r, nan, _mm512_set1_epi16(0x7FFF)), nt);
+  r = _mm512_mask_permutexvar_epi16(r, _mm512_cmplt_epu16_mask(mag, k->eight), mag, sub);
+  r = _mm512_ternarylogic_epi32(r, _mm512_slli_epi16(c, 8), k->sign, 0xF8); /* r | (c8 & m) */
+  const __mmask32 nan = _mm512_cmpeq_epi16_mask(fnuz ? c : mag, k->nan_code);
+  store64(out, _mm512_mask_mov_epi16(r, nan, k->nan_bf16), nt);
 }
 
 /* n codes (a multiple of 32) of one fp8 block with its UE8M0 scale byte. */
-static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, uint16_t *out, int nt) {
+static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, const fp8_direct_consts *k,
+                             uint16_t *out, int nt) {
   if (scale >= 11 && scale <= 246) { /* exact normal products: fp8x32_direct */
     const int off = (scale - 127) * 128 - (fnuz ? 128 : 0); /* exponent offset in bf16 bits, FNUZ's bias 8 */
     /* bf16 of m x 2^-9 (m = 0..7, the OCP subnormals) moved by the offset; 0 stays 0 */
@@ -115,7 +133,7 @@ static AVX512 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnu
                                            0, 0);
     const __m512i sub = _mm512_maskz_add_epi16(0xFE, sub0, _mm512_set1_epi16((short)off));
     const __m512i base = _mm512_set1_epi16((short)(off + 120 * 128));
-    for (int i = 0; i < n; i += 32) fp8x32_direct(codes + i, base, sub, fnuz, out + i, nt);
+    for (int i = 0; i < n; i += 32) fp8x32_direct(codes + i, base, sub, fnuz, k, out + i, nt);
     return;
   }
   const __m512 s = _mm512_set1_ps(ue8m0_decode_ftz(scale));
@@ -186,16 +204,17 @@ static AVX512 void nvfp4_record(const uint8_t *values, const uint8_t *scales, ui
 
 static AVX512 void dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
                                   uint16_t *out, int nt) {
+  const fp8_direct_consts k = fp8_direct_consts_of(fnuz);
   switch (rec) {
     case DSV4KV_RECORD_V4:
       for (int s = 0; s < V4_NUM_SCALES; s++)
-        fp8_block(values + s * V4_BLOCK, V4_BLOCK, scales[s], fnuz, out + s * V4_BLOCK, nt);
+        fp8_block(values + s * V4_BLOCK, V4_BLOCK, scales[s], fnuz, &k, out + s * V4_BLOCK, nt);
       for (int i = 0; i < ROPE_DIM; i += 32) /* the RoPE dims' bf16 bytes as they are */
         store64(out + NOPE_DIM + i, _mm512_loadu_si512((const void *)(values + NOPE_DIM + 2 * i)), nt);
       return;
     case DSV4KV_RECORD_MXFP8:
       for (int s = 0; s < MXFP8_NUM_SCALES; s++)
-        fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, out + s * MXFP8_BLOCK, nt);
+        fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, &k, out + s * MXFP8_BLOCK, nt);
       return;
     case DSV4KV_RECORD_NVFP4:
       nvfp4_record(values, scales, out, nt);

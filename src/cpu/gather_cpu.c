@@ -9,6 +9,13 @@
  * process delays holds up the call by one chunk at most. */
 enum { GATHER_CHUNK = 128 };
 
+/* Records a token's values are prefetched ahead, in its page: a page's
+ * records are read in order, but the hardware prefetchers of the Intel
+ * machines of this workplace did not keep the cores' misses in flight
+ * (64 x 16384 tokens on 2 threads: +10-16 % on every record; on a Zen 4 a
+ * distance of 2-8 had made no difference). */
+enum { GATHER_PREFETCH = 2 };
+
 typedef struct {
   const gather_args *a;
   dsv4kv_report *log;
@@ -41,6 +48,10 @@ static void gather_token(const gather_job *j, int64_t r, int64_t g) {
   const uint8_t *pg = c->base + page * c->page_stride;
   const uint8_t *values = pg + record_values_off(&c->layout, bs, pos % bs);
   const uint8_t *scales = pg + record_scales_off(&c->layout, bs, pos % bs);
+  if (pos % bs + GATHER_PREFETCH < bs) { /* a record of this page: no index to check */
+    const uint8_t *ahead = pg + record_values_off(&c->layout, bs, pos % bs + GATHER_PREFETCH);
+    for (int b = 0; b < c->layout.value_bytes; b += 64) __builtin_prefetch(ahead + b);
+  }
   switch (j->path) {
     case CPU_PATH_AVX512: record_dequant_avx512(c->record, j->fnuz, values, scales, dst, j->nt); break;
     case CPU_PATH_AVX2: record_dequant_avx2(c->record, j->fnuz, values, scales, dst); break;

@@ -93,6 +93,25 @@ static AVX512 void fp8_block_z(const __m512i *z, const uint16_t *x, int n, int f
 
 /* ---- 16-bit lanes: 32 bf16 values a vector, no fp32 arithmetic ---- */
 
+/* The constants of the 16-bit-lane encoders, built once a row
+ * (AVX512_KEEP: see avx512.h). */
+typedef struct {
+  __m512i mag, one, sign8;
+} lanes16_consts;
+
+static inline AVX512 lanes16_consts lanes16_consts_of(void) {
+  lanes16_consts c = {_mm512_set1_epi16(0x7FFF), _mm512_set1_epi16(1), _mm512_set1_epi16(0x80)};
+  AVX512_KEEP(c.mag);
+  AVX512_KEEP(c.one);
+  AVX512_KEEP(c.sign8);
+  return c;
+}
+
+/* A 32-bit word of memory in every lane: a load, no shuffle port. */
+static inline AVX512 __m512i bcast32(const uint32_t *p) {
+  return _mm512_castps_si512(_mm512_broadcastss_ps(_mm_load_ss((const float *)p)));
+}
+
 /* Transpose-and-max rounds on bf16 magnitudes (unsigned 16-bit max: the
  * order of the values, NaN above Inf): two registers' lanes paired at 128-,
  * 64- and 32-bit granularity, halving the lanes each block holds. */
@@ -115,7 +134,7 @@ static AVX512 __m512i amax_of_lanes(const __m512i *q) {
 }
 #undef SHUF
 
-static inline AVX512 __m512i mag16(__m512i z) { return _mm512_and_si512(z, _mm512_set1_epi16(0x7FFF)); }
+static inline AVX512 __m512i mag16(__m512i z, const lanes16_consts *kc) { return _mm512_and_si512(z, kc->mag); }
 
 /* The UE8M0 bytes (e + 127) of 16 finite amax: ceil_log2_ratio_175 with
  * the mantissa compare as the carry of adding 0x1FFFFF; with the floor
@@ -142,15 +161,16 @@ static AVX512 void e4m3_consts(__m512i b, int fnuz, uint32_t *k, uint32_t *lo) {
 /* 32 codes of a finite block's bf16 values z, y = x / 2^e, the reference's
  * encoder on the bf16 bits: y's exponent is x's less e, exact for every
  * normal y, so RNE of the 7 mantissa bits to 3 (add 7 + lsb, shift 4) less
- * the exponent offset (k, saturating: a zero gives code 0) is the code.
+ * the exponent offset (*k, saturating: a zero gives code 0) is the code.
  * Lanes with 0 < |y| below the smallest normal are set in *low (the caller
  * then takes fp8_block_z; subnormal steps are rare). */
-static inline AVX512 __m256i e4m3_codes16(__m512i z, uint32_t k, uint32_t lo, int fnuz, __mmask32 *low) {
-  const __m512i m = mag16(z);
-  const __m512i t = _mm512_add_epi16(m, _mm512_and_si512(_mm512_srli_epi16(m, 4), _mm512_set1_epi16(1)));
-  const __m512i c = _mm512_srli_epi16(_mm512_subs_epu16(t, _mm512_set1_epi32((int)k)), 4);
-  *low |= _mm512_cmplt_epu16_mask(_mm512_sub_epi16(m, _mm512_set1_epi16(1)), _mm512_set1_epi32((int)lo));
-  __m512i code = _mm512_ternarylogic_epi32(c, _mm512_srli_epi16(z, 8), _mm512_set1_epi16(0x80), 0xF8); /* A | (B & C) */
+static inline AVX512 __m256i e4m3_codes16(__m512i z, const uint32_t *k, const uint32_t *lo, int fnuz,
+                                          const lanes16_consts *kc, __mmask32 *low) {
+  const __m512i m = _mm512_and_si512(z, kc->mag);
+  const __m512i t = _mm512_add_epi16(m, _mm512_and_si512(_mm512_srli_epi16(m, 4), kc->one));
+  const __m512i c = _mm512_srli_epi16(_mm512_subs_epu16(t, bcast32(k)), 4);
+  *low |= _mm512_cmplt_epu16_mask(_mm512_sub_epi16(m, kc->one), bcast32(lo));
+  __m512i code = _mm512_ternarylogic_epi32(c, _mm512_srli_epi16(z, 8), kc->sign8, 0xF8); /* A | (B & C) */
   if (fnuz) /* e4m3fnuz has no negative zero */
     code = _mm512_maskz_mov_epi16(_mm512_test_epi16_mask(c, c), code);
   return _mm512_cvtepi16_epi8(code);
@@ -170,15 +190,16 @@ static AVX512 int block_scales(__m512i amax, int fnuz, __m512i *b, uint32_t *k, 
  * (nothing written) or a value needs subnormal steps (written, to be
  * overwritten). */
 static AVX512 int mxfp8_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_t *scales) {
+  const lanes16_consts kc = lanes16_consts_of();
   __m512i q[4];
   for (int j = 0; j < 4; j++)
-    q[j] = max128(max128(mag16(z[4 * j]), mag16(z[4 * j + 1])), max128(mag16(z[4 * j + 2]), mag16(z[4 * j + 3])));
+    q[j] = max128(max128(mag16(z[4 * j], &kc), mag16(z[4 * j + 1], &kc)), max128(mag16(z[4 * j + 2], &kc), mag16(z[4 * j + 3], &kc)));
   uint32_t k[16] __attribute__((aligned(64))), lo[16] __attribute__((aligned(64)));
   __m512i b;
   if (!block_scales(amax_of_lanes(q), fnuz, &b, k, lo)) return 0;
   __mmask32 low = 0;
   for (int s = 0; s < MXFP8_NUM_SCALES; s++) {
-    const __m256i c = e4m3_codes16(z[s], k[s], lo[s], fnuz, &low);
+    const __m256i c = e4m3_codes16(z[s], &k[s], &lo[s], fnuz, &kc, &low);
     /* 16-byte stores: a 32-byte one would split a line every other block */
     _mm_storeu_si128((__m128i *)(values + 32 * s), _mm256_castsi256_si128(c));
     _mm_storeu_si128((__m128i *)(values + 32 * s + 16), _mm256_extracti128_si256(c, 1));
@@ -190,8 +211,9 @@ static AVX512 int mxfp8_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_
 
 /* V4's 7 blocks of 64 from z[14] (as mxfp8_fast; the RoPE dims aside). */
 static AVX512 int v4_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_t *scales, int nt) {
+  const lanes16_consts kc = lanes16_consts_of();
   __m512i w[8], q[4];
-  for (int s = 0; s < V4_NUM_SCALES; s++) w[s] = _mm512_max_epu16(mag16(z[2 * s]), mag16(z[2 * s + 1]));
+  for (int s = 0; s < V4_NUM_SCALES; s++) w[s] = _mm512_max_epu16(mag16(z[2 * s], &kc), mag16(z[2 * s + 1], &kc));
   w[7] = w[6]; /* lane 7 then repeats block 6 */
   q[0] = q[2] = max128(max128(w[0], w[1]), max128(w[2], w[3]));
   q[1] = q[3] = max128(max128(w[4], w[5]), max128(w[6], w[7]));
@@ -200,15 +222,12 @@ static AVX512 int v4_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_t *
   if (!block_scales(amax_of_lanes(q), fnuz, &b, k, lo)) return 0;
   __mmask32 low = 0;
   for (int s = 0; s < V4_NUM_SCALES; s++) {
-    const __m256i c0 = e4m3_codes16(z[2 * s], k[s], lo[s], fnuz, &low);
-    const __m256i c1 = e4m3_codes16(z[2 * s + 1], k[s], lo[s], fnuz, &low);
+    const __m256i c0 = e4m3_codes16(z[2 * s], &k[s], &lo[s], fnuz, &kc, &low);
+    const __m256i c1 = e4m3_codes16(z[2 * s + 1], &k[s], &lo[s], fnuz, &kc, &low);
     store64(values + 64 * s, _mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1), nt);
   }
   const __m128i sb = _mm512_maskz_cvtepi32_epi8(0x7F, b); /* byte 7: the zero pad */
-  if (nt)
-    _mm_stream_si64((long long *)scales, _mm_cvtsi128_si64(sb));
-  else
-    _mm_storel_epi64((__m128i *)scales, sb);
+  _mm_storel_epi64((__m128i *)scales, sb); /* cached even when nt (cpu_insert says why) */
   return !low;
 }
 
@@ -255,8 +274,8 @@ static AVX512 void nvfp4_tables(__m512i amax_bits, uint8_t *scales, __m512i *tab
 
 /* The packed codes of blocks 2p and 2p + 1 (z, a vector; i1: their lanes'
  * table entries), one byte a 32-bit lane: see nvfp4_row. */
-static inline AVX512 __m512i nvfp4_pair(__m512i z, const __m512i *t, __m512i i1) {
-  const __m512i m = mag16(z);
+static inline AVX512 __m512i nvfp4_pair(__m512i z, const __m512i *t, __m512i i1, const lanes16_consts *kc) {
+  const __m512i m = mag16(z, kc);
   const __mmask32 m1 = _mm512_cmpgt_epu16_mask(m, _mm512_permutexvar_epi16(i1, t[0]));
   const __m512i i2 = _mm512_mask_add_epi16(i1, m1, i1, _mm512_set1_epi16(16)); /* t1 or t5 */
   const __mmask32 m2 = _mm512_cmpgt_epu16_mask(m, _mm512_permutexvar_epi16(i2, t[1]));
@@ -297,9 +316,10 @@ static inline AVX512 __m512i bytes_of_4(const __m512i *w) {
  * division on every bf16 value and every scale. */
 static AVX512 int nvfp4_row(const uint16_t *x, uint8_t *packed, uint8_t *scales) {
   __m512i z[16], q[4], amax[2], tab[2][4];
+  const lanes16_consts kc = lanes16_consts_of();
   for (int p = 0; p < 16; p++) z[p] = _mm512_loadu_si512((const void *)(x + 32 * p));
   for (int g = 0; g < 2; g++) {
-    for (int j = 0; j < 4; j++) q[j] = max128(mag16(z[8 * g + 2 * j]), mag16(z[8 * g + 2 * j + 1]));
+    for (int j = 0; j < 4; j++) q[j] = max128(mag16(z[8 * g + 2 * j], &kc), mag16(z[8 * g + 2 * j + 1], &kc));
     amax[g] = amax_of_lanes(q);
   }
   if (_mm512_cmpgt_epu32_mask(_mm512_max_epu32(amax[0], amax[1]), _mm512_set1_epi32(0x7F800000))) return 0; /* a NaN */
@@ -308,7 +328,7 @@ static AVX512 int nvfp4_row(const uint16_t *x, uint8_t *packed, uint8_t *scales)
     __m512i i1 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1), w[4]; /* blocks 2p, 2p + 1 */
 #pragma GCC unroll 8
     for (int p = 0; p < 8; p++, i1 = _mm512_add_epi16(i1, _mm512_set1_epi16(2))) {
-      w[p % 4] = nvfp4_pair(z[8 * g + p], tab[g], i1);
+      w[p % 4] = nvfp4_pair(z[8 * g + p], tab[g], i1, &kc);
       if (p % 4 == 3) _mm512_storeu_si512((void *)(packed + 128 * g + 16 * (p - 3)), bytes_of_4(w));
     }
   }

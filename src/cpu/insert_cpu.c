@@ -4,6 +4,12 @@
 #include "cpu/cpu.h"
 #include "formats/ref.h"
 
+/* Rows of k prefetched ahead: rows go in page order, which for a prefill's
+ * slots is row order, and on the Intel machine of this workplace the
+ * hardware prefetchers left a 1 KiB row's loads waiting (1 thread, >= 64k
+ * rows: 30-35 % faster; a Zen 4 had shown no change at distance 4). */
+enum { INSERT_PREFETCH = 2 };
+
 typedef struct {
   const insert_args *a;
   const exec_opts *o;
@@ -25,6 +31,10 @@ static int64_t insert_row(void *vctx, int64_t t, int64_t slot) {
   const cache_view *c = &j->a->cache;
   const int64_t bs = c->block_size, pg = slot / bs, p = slot % bs;
   const uint16_t *x = (const uint16_t *)(j->a->k.data + t * j->a->k.stride[0] * 2);
+  if (t + INSERT_PREFETCH < j->a->T) {
+    const uint8_t *ahead = j->a->k.data + (t + INSERT_PREFETCH) * j->a->k.stride[0] * 2;
+    for (int b = 0; b < HEAD_DIM * 2; b += 64) __builtin_prefetch(ahead + b);
+  }
   uint8_t *page = c->base + pg * c->page_stride;
   uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
   const int done = j->path == CPU_PATH_AVX512 ? record_quant_avx512(c->record, j->fnuz, x, values, scales, j->nt)
@@ -52,10 +62,13 @@ dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report
   insert_job j = {a, o, r, c->fp8 == DSV4KV_FP8_FNUZ, 0, cpu_path_now()};
   /* V4 records far larger than the caches go straight to memory: a normal
    * store first reads each line it fills, and the 576 value bytes are whole
-   * lines when pages are 64-byte aligned (the 8-byte scales of a page's
-   * consecutive rows fill theirs too): 64k tokens on 1 thread ran about a
-   * third faster.  MXFP8's and NVFP4's records split lines: streaming
-   * MXFP8's in 16-byte pieces, or NVFP4's whole lines, ran slower. */
+   * lines when pages are 64-byte aligned: 64k tokens on 1 thread ran about a
+   * third faster on a Zen 4.  The 8-byte scales take normal stores: streamed,
+   * a line of them fills over 8 rows, and the Intel machine of this
+   * workplace flushed it part-filled (the inserts at >= 64k tokens ran at
+   * 34 % of the memcpy, 44-48 % with the scales cached).  MXFP8's and
+   * NVFP4's records split lines: streaming MXFP8's in 16-byte pieces, or
+   * NVFP4's whole lines, ran slower. */
   j.nt = j.path == CPU_PATH_AVX512 && c->record == DSV4KV_RECORD_V4 &&
          (double)a->T * c->layout.record_bytes > cpu_nt_min_bytes() && (uintptr_t)c->base % 64 == 0 &&
          c->page_stride % 64 == 0;
