@@ -3,7 +3,9 @@
  * that are contiguous and 16-byte aligned take the 4-entry kernel of
  * index_rows4_cuda.cu instead).  One block per output row (rows in turn when
  * there are more than the grid holds), its threads over the row's entries
- * (coalesced 4-byte reads and writes), two entries a thread in flight;
+ * (coalesced 4-byte reads and writes), two entries a thread in flight
+ * (combine: 16-byte accesses, two a thread in flight, where its rows are
+ * contiguous and 16-byte aligned);
  * lengths counted with __syncthreads_count.  The block has 32 to 256
  * threads, more when there are few rows (index_block: a decode step's 64
  * rows still occupy the GPU).  Integer arithmetic wraps to int32 as the
@@ -71,6 +73,7 @@ typedef struct {
   dix topk, qsl, seq_lens, gather_lens, combined, lens;
   int64_t T, R;
   int32_t window_size, compress_ratio, topk_n, M, N;
+  int32_t vec; /* topk and combined contiguous along the row, rows 16-byte aligned */
   dnote note;
 } combine_params;
 
@@ -119,20 +122,51 @@ static __device__ __forceinline__ void combine_note_outside(const combine_params
   }
 }
 
-/* Token t's row as request r writes it (the block together). */
+/* Token t's row as request r writes it (the block together).  Counters in
+ * 32 bits: 0 <= topk_len <= topk_n and 0 <= swa_len <= window_size, both
+ * int32; the values wrap as wrap32's. */
 static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base) {
-  const int64_t tid = threadIdx.x, bd = blockDim.x;
+  const uint32_t tid = threadIdx.x, bd = blockDim.x;
   const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
   const combine_lens z = combine_lens_of(p, r, t, qs, qe, dix_i32(p->seq_lens, r), dix_i32(p->gather_lens, r));
-  const int64_t Mr = z.Mr, topk_len = z.topk_len, swa_len = z.swa_len;
-  for (int64_t j = tid; j < topk_len; j += 2 * bd) { /* two loads in flight before the stores */
-    const int64_t j2 = j + bd;
-    const int32_t a = dix_i32_2(p->topk, t, j), b = j2 < topk_len ? dix_i32_2(p->topk, t, j2) : 0;
-    *dix_i32_2p(p->combined, t, j) = wrap32(a + Mr);
-    if (j2 < topk_len) *dix_i32_2p(p->combined, t, j2) = wrap32(b + Mr);
+  const uint32_t n = (uint32_t)z.topk_len, ns = (uint32_t)z.swa_len, mr = (uint32_t)z.Mr, first = (uint32_t)z.first;
+  const uint8_t *tin = p->topk.data + t * p->topk.s0 * 4;
+  uint8_t *cout = (uint8_t *)p->combined.data + t * p->combined.s0 * 4;
+  const int64_t si = p->topk.s1 * 4, so = p->combined.s1 * 4;
+  uint32_t j0 = 0, s0 = 0;
+  if (p->vec) { /* rows contiguous and 16-byte aligned: 4 entries an access, 2 accesses in flight */
+    const uint32_t n4 = n >> 2;
+    const int4 *vin = (const int4 *)tin;
+    int4 *vout = (int4 *)cout;
+    for (uint32_t g = tid; g < n4; g += 2 * bd) {
+      int4 v[2];
+#pragma unroll
+      for (int k = 0; k < 2; k++) v[k] = g + k * bd < n4 ? vin[g + k * bd] : make_int4(0, 0, 0, 0);
+#pragma unroll
+      for (int k = 0; k < 2; k++)
+        if (g + k * bd < n4)
+          vout[g + k * bd] = make_int4((int32_t)((uint32_t)v[k].x + mr), (int32_t)((uint32_t)v[k].y + mr),
+                                       (int32_t)((uint32_t)v[k].z + mr), (int32_t)((uint32_t)v[k].w + mr));
+    }
+    j0 = 4 * n4;
+    if (!(n & 3)) { /* the window's entries 16-byte aligned too */
+      int4 *wout = (int4 *)(cout + 4 * (uint64_t)n);
+      for (uint32_t g = tid; g < ns >> 2; g += bd) {
+        const uint32_t f = first + 4 * g;
+        wout[g] = make_int4((int32_t)f, (int32_t)(f + 1), (int32_t)(f + 2), (int32_t)(f + 3));
+      }
+      s0 = ns & ~3u;
+    }
   }
-  for (int64_t j = tid; j < swa_len; j += bd) *dix_i32_2p(p->combined, t, topk_len + j) = wrap32(z.first + j);
-  if (tid == 0) *(int32_t *)(p->lens.data + t * p->lens.s0 * 4) = wrap32(topk_len + swa_len);
+  for (uint32_t j = j0 + tid; j < n; j += 2 * bd) { /* 2 loads in flight before the stores */
+    int32_t v[2];
+    v[0] = j + 0 * bd < n ? *(const int32_t *)(tin + (int64_t)(j + 0 * bd) * si) : 0;
+    v[1] = j + 1 * bd < n ? *(const int32_t *)(tin + (int64_t)(j + 1 * bd) * si) : 0;
+    if (j + 0 * bd < n) *(int32_t *)(cout + (int64_t)(j + 0 * bd) * so) = (int32_t)((uint32_t)v[0] + mr);
+    if (j + 1 * bd < n) *(int32_t *)(cout + (int64_t)(j + 1 * bd) * so) = (int32_t)((uint32_t)v[1] + mr);
+  }
+  for (uint32_t j = s0 + tid; j < ns; j += bd) *(int32_t *)(cout + (int64_t)(n + j) * so) = (int32_t)(first + j);
+  if (tid == 0) *(int32_t *)(p->lens.data + t * p->lens.s0 * 4) = (int32_t)(n + ns);
 }
 
 /* Block per token t: the requests whose query range holds t, in request
@@ -161,13 +195,24 @@ __global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
   }
 }
 
+/* Whether the rows of topk and combined can be read and written 16 bytes at a time. */
+static int32_t combine_vec(const combine_args *a) {
+  const tview *v[2] = {&a->topk, &a->combined};
+  for (int i = 0; i < 2; i++) {
+    if (v[i]->ndim >= 2 && v[i]->shape[1] > 1 && v[i]->stride[1] != 1) return 0;
+    if (v[i]->shape[0] > 1 && v[i]->stride[0] % 4) return 0;
+    if ((uintptr_t)v[i]->data % 16) return 0;
+  }
+  return 1;
+}
+
 extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o, dsv4kv_report *r) {
   cuda_call call;
   dsv4kv_status st = cuda_enter(&call, a->topk.device_id, o);
   if (st) return st;
   combine_params p = {dix_of(&a->topk), dix_of(&a->qsl), dix_of(&a->seq_lens), dix_of(&a->gather_lens),
                       dix_of(&a->combined), dix_of(&a->lens), a->T, a->R, a->window_size, a->compress_ratio,
-                      a->topk_n, a->M, a->N, {r, 0}};
+                      a->topk_n, a->M, a->N, combine_vec(a), {r, 0}};
   cuda_report_reset(&call, r, OP_COMBINE);
   if (a->R > 0) INDEX_LAUNCH(combine_kernel, a->T, call, p);
   return cuda_leave(&call, "combine_topk_swa_indices");

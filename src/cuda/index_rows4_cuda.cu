@@ -7,15 +7,39 @@
  * table lookups in flight together, one 16-byte store.  A block a row with
  * a thread a group (whole warps, at most 256), so a thread pays the chain
  * entry -> table entry -> store about once where the general kernel pays it
- * once an iteration with a barrier between.  Skipped entries are noted after the stores,
- * with the general kernel's keys and values, so bytes, counts and reports
- * are its (the case registry runs both: rows of any K reach the general
- * kernel).  The same layout for combine and the flashinfer indices, a block
- * of one group a thread, ran slower than the general kernels (bench/NOTES-gpu.md)
+ * once an iteration with a barrier between.
+ *
+ * Addresses are base + 32-bit index x 32-bit byte stride (32 x 32 -> 64-bit
+ * products; the host takes these kernels only where T, K and every stride in
+ * bytes fit 32 bits, else the general kernel runs).  The entries are branch-free:
+ * an entry is looked up when 0 <= x < P * bs, one unsigned compare against a
+ * per-row limit that is 0 when the request is out of range, the lookup a
+ * predicated load; a power-of-two block size has a kernel of its own
+ * without the division.  A group whose largest entry passes the limit may
+ * hold skipped entries: it notes them after its store on a slow path, with
+ * the general kernel's keys and values, so bytes, counts and reports are its
+ * (the case registry runs both: rows of any K reach the general kernel).
+ * Held to 32 registers (__launch_bounds__(256, 8): 64 warps a multiprocessor
+ * instead of 48 at 40 registers; no spills in the power-of-two kernel).
+ * The same layout for combine and the flashinfer indices, a block of one
+ * group a thread, ran slower than the general kernels (bench/NOTES-gpu.md)
  * and was not kept. */
 #include "cuda/index_ops_cuda.cuh"
 
 enum { ROWS4_MAX_THREADS = CUDA_BLOCK };
+
+typedef struct {
+  const uint8_t *topk, *req, *bt, *valid;
+  uint8_t *out, *lens;
+  uint32_t topk_s, req_s, bt_s0, bt_s1, valid_s, out_s, lens_s; /* strides in bytes */
+  uint32_t T, G, R32;  /* R32 = min(R, 2^31): req is in range when (uint32)req < R32 */
+  uint32_t lim;        /* min(P * bs, 2^31): x is looked up when (uint32)x < lim */
+  int32_t limm1;       /* lim - 1: a group whose largest x passes it may hold a skipped entry */
+  uint32_t bs;
+  int32_t shift;
+  int64_t R, P;        /* for the notes */
+  dnote note;
+} rows4_params;
 
 /* Whole warps, a thread a group where the row has at most 256 groups. */
 static unsigned rows4_threads(int64_t groups) {
@@ -33,89 +57,135 @@ static int rows4_view(const tview *v, int64_t width) {
   return (uintptr_t)v->data % 16 == 0;
 }
 
-/* The block's sum of v; every thread of the block calls it. */
-static __device__ __forceinline__ int64_t rows4_block_sum(int v, int32_t *sh) {
-  v = __reduce_add_sync(FULL_MASK, v);
-  const int nw = (int)(blockDim.x >> 5);
-  if (nw == 1) return v;
-  if (lane_id() == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  int64_t s = 0;
-  for (int w = 0; w < nw; w++) s += sh[w];
-  __syncthreads(); /* sh is free for the next row */
-  return s;
-}
-
-static __device__ __forceinline__ void load4(const int32_t *p, int32_t *x) {
-  const int4 v = *(const int4 *)p;
-  x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-}
-static __device__ __forceinline__ void store4(int32_t *p, const int32_t *y) {
-  *(int4 *)p = make_int4(y[0], y[1], y[2], y[3]);
-}
-
-/* ---- §5.1 ---------------------------------------------------------------- */
-/* The note of a skipped entry (rare: after the group's loads). */
-static __device__ __forceinline__ void note_topk_column(dnote n, int64_t t, int64_t j, int64_t x, int64_t req,
-                                                        int64_t lp, int64_t P) {
-  dnote1(n, skip_key(t, 1 + j, 16), SKIP_TOPK_COLUMN, t, j, x, req, lp, P);
-}
-
-__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 4) global_topk_rows4_kernel(topk_params p) {
-  if (dnote_idle(p.note)) return;
-  __shared__ int32_t sh[ROWS4_MAX_THREADS / 32];
-  const int64_t G = p.K >> 2;
-  const int shift = p.pd.shift;
-  const uint32_t bs = (uint32_t)p.pd.bs; /* <= INT32_MAX: the slot arithmetic wraps as wrap32's */
-  for (int64_t t = blockIdx.x; t < p.T; t += gridDim.x) {
-    const int valid = dix_bool(p.valid, t);
-    const int64_t req = dix_i32(p.req, t);
-    const int req_ok = req >= 0 && req < p.R;
-    if (!req_ok && valid && threadIdx.x == 0)
-      dnote1(p.note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, p.R, 0, 0, 0);
-    const int32_t *in = (const int32_t *)(p.topk.data + t * p.topk.s0 * 4);
-    int32_t *out = (int32_t *)(p.out.data + t * p.out.s0 * 4);
-    const uint8_t *row = p.block_table.data + (req_ok ? req : 0) * p.block_table.s0 * 4;
-    int hits = 0;
-    for (int64_t g = threadIdx.x; g < G; g += blockDim.x) {
-      int32_t x[4], e[4], y[4];
-      uint32_t lp[4];
-      unsigned look = 0, past = 0;
-      load4(in + 4 * g, x);
-#pragma unroll
-      for (int i = 0; i < 4; i++) {
-        const uint32_t u = (uint32_t)x[i];
-        lp[i] = shift >= 0 ? u >> shift : u / bs;
-        e[i] = 0;
-        if (x[i] >= 0 && req_ok) {
-          if ((int64_t)lp[i] < p.P) {
-            e[i] = *(const int32_t *)(row + (int64_t)lp[i] * p.block_table.s1 * 4);
-            look |= 1u << i;
-          } else {
-            past |= 1u << i;
-          }
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < 4; i++) {
-        const uint32_t u = (uint32_t)x[i], off = shift >= 0 ? u & (bs - 1) : u - lp[i] * bs;
-        y[i] = look >> i & 1 ? (int32_t)((uint32_t)e[i] * bs + off) : -1;
-      }
-      store4(out + 4 * g, y);
-      hits += __popc(look);
-      if (past && valid)
-        for (int i = 0; i < 4; i++)
-          if (past >> i & 1) note_topk_column(p.note, t, 4 * g + i, x[i], req, lp[i], p.P);
-    }
-    const int64_t n = rows4_block_sum(hits, sh);
-    if (threadIdx.x == 0) *(int32_t *)(p.lens.data + t * p.lens.s0 * 4) = valid ? (int32_t)n : 0;
-  }
-}
-
-int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call *call) {
-  if (a->K < 4 || !rows4_view(&a->topk, a->K) || !rows4_view(&a->global_out, a->K)) return 0;
-  INDEX_LAUNCH_BLOCK(global_topk_rows4_kernel, a->T, rows4_threads(a->K / 4), *call, *p);
+/* Stride d of v in bytes when it fits 32 bits (else returns 0 and leaves *s). */
+static int stride32(const tview *v, int d, int64_t elem, uint32_t *s) {
+  const int64_t x = v->ndim > d ? v->stride[d] : 0;
+  if (x < 0 || x > (int64_t)(UINT32_MAX / (uint64_t)elem)) return 0;
+  *s = (uint32_t)(x * elem);
   return 1;
 }
 
-const void *const cuda_index_rows4_kernels[] = {(const void *)global_topk_rows4_kernel, NULL};
+/* base + i x s bytes (i, s < 2^32); at_wide: in one wide multiply-add, for
+ * an address only an inline-assembly load takes (the compiler no longer
+ * knows it is global). */
+static __device__ __forceinline__ const uint8_t *at(const uint8_t *base, uint32_t i, uint32_t s) {
+  return base + (uint64_t)i * s;
+}
+static __device__ __forceinline__ const uint8_t *at_wide(const uint8_t *base, uint32_t i, uint32_t s) {
+  const uint8_t *r;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(r) : "r"(i), "r"(s), "l"(base));
+  return r;
+}
+
+/* *a when u < lim, else 0: a predicated load (no branch, the address
+ * computed whether or not it is read). */
+static __device__ __forceinline__ int32_t load_if_below(const int32_t *a, uint32_t u, uint32_t lim) {
+  int32_t e = 0;
+  asm("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p ld.global.b32 %0, [%3];\n\t}"
+      : "+r"(e)
+      : "r"(u), "r"(lim), "l"(a));
+  return e;
+}
+
+/* ---- §5.1 ---------------------------------------------------------------- */
+/* The notes of a group that may hold skipped entries (rare: after the store). */
+static __device__ __forceinline__ void note_topk_group(const rows4_params *q, int64_t t, int64_t j0,
+                                                       const int32_t *x, int64_t req, const int POW2) {
+  for (int i = 0; i < 4; i++) {
+    const uint32_t u = (uint32_t)x[i], lp = POW2 ? u >> q->shift : u / q->bs;
+    if (x[i] >= 0 && (int64_t)lp >= q->P)
+      dnote1(q->note, skip_key(t, 1 + j0 + i, 16), SKIP_TOPK_COLUMN, t, j0 + i, (int64_t)x[i], req, (int64_t)lp,
+             q->P);
+  }
+}
+
+/* Row after row of the grid; POW2: the block size is 1 << shift. */
+static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, const int POW2) {
+  if (dnote_idle(q->note)) return;
+  __shared__ int32_t sh[ROWS4_MAX_THREADS / 32];
+  const uint32_t nw = blockDim.x >> 5, bs = q->bs;
+  const int shift = q->shift;
+  for (uint32_t t = blockIdx.x; t < q->T; t += gridDim.x) {
+    const int valid = *at(q->valid, t, q->valid_s) != 0;
+    const int32_t req = *(const int32_t *)at(q->req, t, q->req_s);
+    const int req_ok = (uint32_t)req < q->R32;
+    if (!req_ok && valid && threadIdx.x == 0)
+      dnote1(q->note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, q->R, 0, 0, 0);
+    const uint8_t *in = at(q->topk, t, q->topk_s), *out = at(q->out, t, q->out_s);
+    const uint8_t *row = at(q->bt, req_ok ? (uint32_t)req : 0u, q->bt_s0);
+    const uint32_t lim = req_ok ? q->lim : 0u;
+    const int32_t limm1 = req_ok && valid ? q->limm1 : INT32_MAX;
+    int hits = 0;
+    for (uint32_t g = threadIdx.x; g < q->G; g += blockDim.x) {
+      const int4 v = *(const int4 *)at(in, g, 16);
+      const int32_t x[4] = {v.x, v.y, v.z, v.w};
+      int32_t y[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const uint32_t u = (uint32_t)x[i], lp = POW2 ? u >> shift : u / bs;
+        const int m = u < lim;
+        const int32_t e = load_if_below((const int32_t *)at_wide(row, lp, q->bt_s1), u, lim);
+        const uint32_t off = POW2 ? u & (bs - 1) : u - lp * bs;
+        y[i] = m ? (int32_t)((uint32_t)e * bs + off) : -1;
+        hits += m;
+      }
+      *(int4 *)at(out, g, 16) = make_int4(y[0], y[1], y[2], y[3]);
+      const int32_t mx = max(max(x[0], x[1]), max(x[2], x[3]));
+      if (mx > limm1) note_topk_group(q, t, 4 * (int64_t)g, x, req, POW2);
+    }
+    hits = __reduce_add_sync(FULL_MASK, hits);
+    int32_t *lens = (int32_t *)at(q->lens, t, q->lens_s);
+    if (nw == 1) {
+      if (threadIdx.x == 0) *lens = valid ? hits : 0;
+    } else {
+      if (lane_id() == 0) sh[threadIdx.x >> 5] = hits;
+      __syncthreads();
+      if (threadIdx.x < 32) {
+        int s = threadIdx.x < nw ? sh[threadIdx.x] : 0;
+        s = __reduce_add_sync(FULL_MASK, s);
+        if (threadIdx.x == 0) *lens = valid ? s : 0;
+      }
+      if (t + gridDim.x < q->T) __syncthreads(); /* sh is free for the next row */
+    }
+  }
+}
+
+__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows4_pow2_kernel(rows4_params q) {
+  global_topk_rows4(&q, 1);
+}
+__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows4_div_kernel(rows4_params q) {
+  global_topk_rows4(&q, 0);
+}
+
+int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call *call) {
+  if (a->K < 4 || a->K > INT32_MAX || a->T > INT32_MAX || !rows4_view(&a->topk, a->K) ||
+      !rows4_view(&a->global_out, a->K))
+    return 0;
+  rows4_params q;
+  if (!stride32(&a->topk, 0, 4, &q.topk_s) || !stride32(&a->req, 0, 4, &q.req_s) ||
+      !stride32(&a->block_table, 0, 4, &q.bt_s0) || !stride32(&a->block_table, 1, 4, &q.bt_s1) ||
+      !stride32(&a->valid, 0, 1, &q.valid_s) || !stride32(&a->global_out, 0, 4, &q.out_s) ||
+      !stride32(&a->lens_out, 0, 4, &q.lens_s))
+    return 0; /* the general kernel's 64-bit offsets */
+  const int64_t bs = a->block_size, big = (int64_t)1 << 31;
+  const int64_t pb = a->P > big / bs ? big : a->P * bs; /* exact up to 2^31 */
+  q.topk = a->topk.data, q.req = a->req.data, q.bt = a->block_table.data, q.valid = a->valid.data;
+  q.out = a->global_out.data, q.lens = a->lens_out.data;
+  q.T = (uint32_t)a->T, q.G = (uint32_t)(a->K / 4), q.R32 = (uint32_t)(a->R < big ? a->R : big);
+  q.lim = (uint32_t)(pb < big ? pb : big), q.limm1 = (int32_t)((pb < big ? pb : big) - 1);
+  q.bs = (uint32_t)bs, q.shift = p->pd.shift, q.R = a->R, q.P = a->P, q.note = p->note;
+  const unsigned f = (unsigned)cuda_index_threads_forced();
+  const unsigned grid = index_grid(a->T), threads = f ? f : rows4_threads(a->K / 4);
+  for (;;) { /* pass 1 (describe) only with a report */
+    if (q.shift >= 0)
+      global_topk_rows4_pow2_kernel<<<grid, threads, 0, call->stream>>>(q);
+    else
+      global_topk_rows4_div_kernel<<<grid, threads, 0, call->stream>>>(q);
+    if (!q.note.rep || q.note.detail) break;
+    q.note.detail = 1;
+  }
+  return 1;
+}
+
+const void *const cuda_index_rows4_kernels[] = {(const void *)global_topk_rows4_pow2_kernel,
+                                                (const void *)global_topk_rows4_div_kernel, NULL};
