@@ -27,16 +27,43 @@ static AVX512 __m512i remap16(__m512i v, int shift, int32_t span) {
   return _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), _mm512_cmpge_epi32_mask(v, _mm512_setzero_si512()), r);
 }
 
-/* slot_of for the lanes m of positions pos (>= 0 there): block-table row
- * `row` (int32, column stride s1, ncols columns), page size 1 << shift;
- * *fail = the lanes of m whose column is past the table (scalar: a skip). */
-static AVX512 __m512i lookup16(__m512i pos, __mmask16 m, const int32_t *row, int64_t s1, int64_t ncols, int shift,
-                               __mmask16 *fail) {
+/* Lanes j .. j + 15 below n (none when j >= n). */
+static inline __mmask16 below(int64_t j, int64_t n) { return j < n ? tail(j, n) : 0; }
+
+/* Row `row` of a block table (int32, column stride s1, ncols columns) as
+ * lookup16 reads it: in registers when its columns are contiguous and at
+ * most 64 (a step's 16 lookups are then one or two vpermt2d, where a gather
+ * is 16 loads), else by masked gathers. */
+typedef struct {
+  const int32_t *row;
+  int64_t s1, ncols;
+  int regs; /* 0: gathers; 2 or 4: the columns in t[0 .. regs) */
+  __m512i t[4];
+} row_table;
+
+static AVX512 void row_table_init(row_table *rt, const int32_t *row, int64_t s1, int64_t ncols) {
+  rt->row = row, rt->s1 = s1, rt->ncols = ncols;
+  rt->regs = s1 == 1 && ncols <= 64 ? (ncols <= 32 ? 2 : 4) : 0;
+  for (int i = 0; i < rt->regs; i++) rt->t[i] = _mm512_maskz_loadu_epi32(below(16 * i, ncols), row + 16 * i);
+}
+
+/* slot_of for the lanes m of positions pos (>= 0 there) in the table row
+ * rt, page size 1 << shift; *fail = the lanes of m whose column is past the
+ * table (scalar: a skip).  Lanes outside the table read nothing. */
+static AVX512 __m512i lookup16(__m512i pos, __mmask16 m, const row_table *rt, int shift, __mmask16 *fail) {
   const __m512i lp = _mm512_srai_epi32(pos, (unsigned)shift);
-  const __mmask16 in = _mm512_mask_cmplt_epi32_mask(m, lp, _mm512_set1_epi32((int32_t)ncols));
+  const __mmask16 in = _mm512_mask_cmplt_epi32_mask(m, lp, _mm512_set1_epi32((int32_t)rt->ncols));
   *fail = m & (__mmask16)~in;
-  const __m512i page = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in,
-                                                   _mm512_mullo_epi32(lp, _mm512_set1_epi32((int32_t)s1)), row, 4);
+  __m512i page;
+  if (rt->regs) { /* lanes outside `in` pick a register lane, masked below */
+    page = _mm512_permutex2var_epi32(rt->t[0], lp, rt->t[1]);
+    if (rt->regs == 4)
+      page = _mm512_mask_mov_epi32(page, _mm512_test_epi32_mask(lp, _mm512_set1_epi32(32)),
+                                   _mm512_permutex2var_epi32(rt->t[2], lp, rt->t[3]));
+  } else {
+    page = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), in, _mm512_mullo_epi32(lp, _mm512_set1_epi32((int32_t)rt->s1)),
+                                       rt->row, 4);
+  }
   const __m512i g = _mm512_add_epi32(_mm512_slli_epi32(page, (unsigned)shift),
                                      _mm512_and_si512(pos, _mm512_set1_epi32((1 << shift) - 1)));
   return _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), in, g);
@@ -63,12 +90,14 @@ static AVX512 int topk_row(const global_topk_args *a, int64_t t, int shift) {
         return 0;
     }
   int32_t count = 0;
+  row_table rt;
+  row_table_init(&rt, row, a->block_table.stride[1], req_ok ? a->P : 0);
   for (int64_t j = 0; j < a->K; j += 16) {
     const __mmask16 m = tail(j, a->K);
     const __m512i v = _mm512_maskz_loadu_epi32(m, x + j);
     const __mmask16 pos = req_ok ? _mm512_mask_cmpge_epi32_mask(m, v, _mm512_setzero_si512()) : 0;
     __mmask16 fail;
-    const __m512i g = lookup16(v, pos, row, a->block_table.stride[1], a->P, shift, &fail);
+    const __m512i g = lookup16(v, pos, &rt, shift, &fail);
     if (fail && valid) return 0; /* not in place: the scalar row rewrites the row from its input */
     count += __builtin_popcount((unsigned)(pos & (__mmask16)~fail));
     _mm512_mask_storeu_epi32(out + j, m, g);
@@ -88,26 +117,32 @@ static AVX512 void remap_row(const int32_t *src, int64_t have, int64_t n, int sh
   }
 }
 
-/* Lookups of the lanes m of v (>= 0 there) in row req of bt, into out[0 ..
- * n) after remap (lanes outside m: -1); returns 0 when the scalar row must
- * take over (a failed lookup it would note), else 1; *count += the lanes
- * whose slot is >= 0. */
-static AVX512 int lookup_store(__m512i v, __mmask16 m, __mmask16 store, const tview *bt, int64_t req, int shift,
+/* Lookups of the lanes m of v (>= 0 there) in the table row rt (NULL: the
+ * request is out of range), into out[0 .. n) after remap (lanes outside m:
+ * -1); returns 0 when the scalar row must take over (a failed lookup it
+ * would note), else 1; *count += the lanes whose slot is >= 0. */
+static AVX512 int lookup_store(__m512i v, __mmask16 m, __mmask16 store, const row_table *rt, int shift,
                                int shift_out, int32_t span, int note, int64_t *count, int32_t *out) {
   __m512i g = _mm512_set1_epi32(-1);
   if (m) {
-    if (req < 0 || req >= bt->shape[0]) {
+    if (!rt) {
       if (note) return 0;
     } else {
       __mmask16 fail;
-      g = lookup16(v, m, (const int32_t *)(bt->data + req * bt->stride[0] * 4), bt->stride[1], bt->shape[1], shift,
-                   &fail);
+      g = lookup16(v, m, rt, shift, &fail);
       if (fail && note) return 0;
       *count += __builtin_popcount((unsigned)_mm512_mask_cmpge_epi32_mask(m & (__mmask16)~fail, g, _mm512_setzero_si512()));
     }
   }
   _mm512_mask_storeu_epi32(out, store, remap16(g, shift_out, span));
   return 1;
+}
+
+/* The row table of request req in bt, or NULL when req is out of its rows. */
+static AVX512 const row_table *table_row(row_table *rt, const tview *bt, int64_t req) {
+  if (req < 0 || req >= bt->shape[0]) return NULL;
+  row_table_init(rt, (const int32_t *)(bt->data + req * bt->stride[0] * 4), bt->stride[1], bt->shape[1]);
+  return rt;
 }
 
 static AVX512 int fi_decode_row(const flashinfer_args *a, int64_t d, int sshift, int cshift) {
@@ -118,11 +153,13 @@ static AVX512 int fi_decode_row(const flashinfer_args *a, int64_t d, int sshift,
   if (a->local) {
     const int32_t *src = (const int32_t *)(a->dcomp.data + d * a->dcomp.stride[0] * 4);
     int64_t count = 0;
+    row_table rt;
+    const row_table *c = table_row(&rt, &a->comp_bt, req);
     for (int64_t j = 0; j < a->K4; j += 16) {
       const __mmask16 m = tail(j, a->K4), h = j < a->Dk ? tail(j, a->Dk) & m : 0;
       const __m512i v = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), h, src + j);
       const __mmask16 pos = _mm512_mask_cmpge_epi32_mask(h, v, _mm512_setzero_si512());
-      if (!lookup_store(v, pos, m, &a->comp_bt, req, cshift, cshift, a->c_span, token_valid, &count, out + a->S + j))
+      if (!lookup_store(v, pos, m, c, cshift, cshift, a->c_span, token_valid, &count, out + a->S + j))
         return 0;
     }
     if (a->Dk > 0) n = token_valid ? count : 0;
@@ -147,18 +184,20 @@ static AVX512 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift
   if (swa_start + S > INT32_MAX) return 0; /* positions past int32: the scalar row's int64 */
   int32_t *out = (int32_t *)(a->out.data + t * a->out.stride[0] * 4);
   int64_t count = 0;
+  row_table rs, rc;
+  const row_table *sw = table_row(&rs, &a->swa_bt, req), *c = table_row(&rc, &a->comp_bt, req);
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (int64_t j = 0; j < S; j += 16) {
     const __mmask16 m = tail(j, S), h = j < swa_len ? tail(j, swa_len) & m : 0;
     const __m512i p = _mm512_add_epi32(_mm512_set1_epi32((int32_t)(swa_start + j)), iota);
-    if (!lookup_store(p, h, m, &a->swa_bt, req, sshift, sshift, a->swa_span, 1, &count, out + j)) return 0;
+    if (!lookup_store(p, h, m, sw, sshift, sshift, a->swa_span, 1, &count, out + j)) return 0;
   }
   const int32_t *x = (const int32_t *)(a->ptopk.data + i * a->ptopk.stride[0] * 4);
   for (int64_t j = 0; j < a->K4; j += 16) {
     const __mmask16 m = tail(j, a->K4), h = j < topk_len ? tail(j, topk_len) & m : 0;
     const __m512i v = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), h, x + j);
     const __mmask16 ok = _mm512_mask_cmpge_epi32_mask(h, v, _mm512_setzero_si512());
-    if (!lookup_store(v, ok, m, &a->comp_bt, req, cshift, cshift, a->c_span, 1, &count, out + S + j)) return 0;
+    if (!lookup_store(v, ok, m, c, cshift, cshift, a->c_span, 1, &count, out + S + j)) return 0;
   }
   *(int32_t *)(a->lens.data + t * a->lens.stride[0] * 4) = (int32_t)(uint32_t)(uint64_t)(S + topk_len);
   return 1;

@@ -10,7 +10,10 @@ static int32_t r32(rng_t *r, int64_t lo, int64_t hi) { return (int32_t)ops_rr(r,
 /* ------------------------------------------------------------------ §5.1 */
 /* G_ROWS4: the top-k width a multiple of 4 (the CUDA 4-entry kernel takes
  * such rows when they are unpadded). */
-enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64 };
+/* G_WIDE: block tables of 7 to 150 columns (the CPU's AVX-512 rows hold up
+ * to 32 or 64 columns in registers and gather past that; the others have 1
+ * to 6). */
+enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64, G_WIDE = 128 };
 
 static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   int v = cs->p[0];
@@ -18,7 +21,7 @@ static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   int32_t bs = bss[rng_below(r, 5)];
   int64_t T = (v & G_BIG) ? 600 : ops_rr(r, 1, 40), K = (v & G_BIG) ? 64 : ops_rr(r, 1, 70);
   if (v & G_ROWS4) K = 4 * ops_rr(r, 1, (v & G_BIG) ? 300 : 40);
-  int64_t R = ops_rr(r, 1, 4), P = ops_rr(r, 1, 6), pad = (v & G_PAD) ? 3 : 0;
+  int64_t R = ops_rr(r, 1, 4), P = (v & G_WIDE) ? ops_rr(r, 7, 150) : ops_rr(r, 1, 6), pad = (v & G_PAD) ? 3 : 0;
   in->lead = (v & G_LEAD) ? OPS_GUARD : 0;
   ops_tensor *topk = ops_new2(in, "topk_indices", dt_i32(), T, K, pad, 0);
   int64_t ts[1] = {T}, tst[1] = {2};
@@ -308,7 +311,8 @@ void ops_register_index(ops_list *l) {
       {0, "random"}, {G_SKIP, "skips"}, {G_PAD | G_LEAD, "padded"}, {G_U8 | G_SKIP, "valid_u8_skips"},
       {G_WRAP, "int32_wrap"}, {G_BIG, "big"}, {G_BIG | G_SKIP | G_PAD, "big_skips_padded"},
       {G_ROWS4, "rows4"}, {G_ROWS4 | G_SKIP | G_LEAD, "rows4_skips"}, {G_ROWS4 | G_WRAP | G_U8, "rows4_int32_wrap"},
-      {G_ROWS4 | G_BIG | G_SKIP, "rows4_big_skips"}};
+      {G_ROWS4 | G_BIG | G_SKIP, "rows4_big_skips"}, {G_WIDE, "wide_table"}, {G_WIDE | G_SKIP | G_PAD, "wide_table_skips"},
+      {G_WIDE | G_ROWS4 | G_SKIP, "wide_table_rows4_skips"}};
   for (size_t i = 0; i < sizeof gt / sizeof gt[0]; i++)
     ops_add(l, OPCALL_GLOBAL_TOPK, gen_global_topk, ref_global_topk_case, gt[i].v, 0, 0, 0, "global_topk_%s", gt[i].n);
   static const int32_t crs[] = {0, 1, 4, 128};
