@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Reads ctest logs and prints one line counting the tests that did not run,
-# with what each needs (the last line of scripts/test.sh).
+# Reads ctest logs (and pytest -rs output) and prints one line counting the
+# tests that did not run, with what each needs (the last line of
+# scripts/test.sh).
 set -uo pipefail
 names=$(cat "$@" 2>/dev/null | sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' | sort -u)
-if [ -z "$names" ]; then
+# pytest: "SKIPPED [1] test_x.py:12: reason" -> "pytest:test_x.py (reason)"
+py=$(cat "$@" 2>/dev/null | sed -n 's/^SKIPPED \[[0-9]*\] \([^:]*\):[0-9]*: \(.*\)$/pytest:\1 (\2)/p' | sort -u)
+cuda_on=$(sed -n 's/^DSV4KV_WITH_CUDA:BOOL=//p' build/CMakeCache.txt 2>/dev/null)
+if [ -z "$names" ] && [ -z "$py" ]; then
   echo "dsv4kv tests: 0 skipped"
   exit 0
 fi
@@ -12,7 +16,11 @@ hint() {
     sim_run_trace*) echo "the serving traces: scripts/fetch_traces.sh, or DSV4KV_TRACES=DIR" ;;
     verify_golden*) echo "golden files: tests/golden, or DSV4KV_GOLDEN=DIR" ;;
     ops_cuda | cuda_graph_streams | cuda_conversions_exhaustive)
-      echo "a CUDA build (nvcc) and a GPU of compute capability 9.0+ with its driver" ;;
+      if [ "$cuda_on" = ON ]; then
+        echo "a GPU of compute capability 9.0+ with its driver (this build has the CUDA backend)"
+      else
+        echo "a CUDA build (nvcc) and a GPU of compute capability 9.0+ with its driver"
+      fi ;;
     ops_cpu_paths* | cpu_paths_exhaustive | cpu_sum_squares_paths)
       echo "a SIMD CPU path this processor runs (avx2: AVX2, FMA and F16C; avx512: AVX-512 F/BW/VL)" ;;
     *plot*) echo "gnuplot (apt-get install gnuplot-nox)" ;;
@@ -21,7 +29,10 @@ hint() {
     *) echo "see the test's output" ;;
   esac
 }
-n=$(printf '%s\n' "$names" | wc -l)
+n=0
 list=""
-for t in $names; do list="$list${list:+; }$t ($(hint "$t"))"; done
+for t in $names; do list="$list${list:+; }$t ($(hint "$t"))" n=$((n + 1)); done
+while IFS= read -r line; do
+  [ -n "$line" ] && list="$list${list:+; }$line" n=$((n + 1))
+done <<<"$py"
 echo "dsv4kv tests: $n skipped (never counted as passed): $list"

@@ -131,8 +131,8 @@ static void usage(FILE *f) {
           "        device-to-device copy of 2 GiB; the reference's H200 figures and our\n"
           "        ratio to them are listed where the anchor has the configuration.\n"
           "\n"
-          "  --op OP        insert, gather, global_topk, combine, flashinfer, indexer (default all)\n"
-          "  --record REC   v4, mxfp8, nvfp4 (inserts, gathers), fp8, mxfp4 (indexer)\n"
+          "  --op OP        insert, gather, global_topk, combine, flashinfer, indexer or all (the default)\n"
+          "  --record REC   v4, mxfp8, nvfp4 (inserts, gathers), fp8, mxfp4 (indexer), or all (the default)\n"
           "  --sizes S      decode (64-256 tokens; gathers 64 requests x 256), prefill (4096-16384),\n"
           "                 large (65536+ tokens; gathers 8 x 8192, 64 x 16384), all (default)\n"
           "  --threads N    CPU threads per call and for the memcpy (default: the processors)\n"
@@ -345,6 +345,7 @@ static int draw(cJSON *root, const char *path, int cuda) {
   const int empty = f && fgetc(f) == EOF;
   if (f) fclose(f);
   if (rc == -1 || empty || (!rc && !f)) fprintf(stderr, "dsv4kv bench: --plot %s: gnuplot did not draw it\n", path);
+  else if (!rc) fprintf(stderr, "dsv4kv bench: plot written to %s\n", path); /* as dsv4kv run says it */
   return rc || empty || !f;
 }
 

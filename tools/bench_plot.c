@@ -131,8 +131,20 @@ static int make_temp(char *name, FILE **f) {
   return *f ? 0 : -1;
 }
 
+/* The smallest and largest token count of the rows (*lo > *hi when none). */
+static void token_range(cJSON *rows, double *lo, double *hi) {
+  *lo = 1e300, *hi = 0;
+  for (cJSON *r = rows ? rows->child : NULL; r; r = r->next) {
+    cJSON *t = cJSON_GetObjectItem(r, "tokens");
+    if (!finite_number(t) || t->valuedouble <= 0) continue;
+    if (t->valuedouble < *lo) *lo = t->valuedouble;
+    if (t->valuedouble > *hi) *hi = t->valuedouble;
+  }
+}
+
 static void plot_script(FILE *g, const char *path, const char *title, double ceiling, const char *ours,
-                        char k_ours[][KEY_LEN], int n, const char *refs, char k_refs[][KEY_LEN], int nr) {
+                        char k_ours[][KEY_LEN], int n, const char *refs, char k_refs[][KEY_LEN], int nr, double lo,
+                        double hi) {
   /* one colour a series (gnuplot's default cycle repeats after 8) */
   static const char *const colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                                         "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#aec7e8"};
@@ -148,6 +160,9 @@ static void plot_script(FILE *g, const char *path, const char *title, double cei
   fprintf(g, "set ylabel 'GB/s (compulsory bytes read + written), log scale'\nset logscale xy 2\nset grid\n");
   fprintf(g, "set xtics ('64' 64, '256' 256, '1k' 1024, '4k' 4096, '16k' 16384, '64k' 65536, '256k' 262144, "
              "'1M' 1048576)\nset key outside right top\n");
+  /* half a factor of 2 each side: one size alone still gets a range (and
+   * the ceiling a visible line) */
+  if (lo <= hi) fprintf(g, "set xrange [%.17g:%.17g]\n", lo / 1.5, hi * 1.5);
   fprintf(g, "plot %.17g with lines dt 2 lw 2 lc rgb 'black' title 'copy ceiling (same run)'", ceiling);
   for (int i = 0; i < n; i++)
     fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title '%s'", ours, i,
@@ -188,7 +203,9 @@ int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref
   FILE *g = popen("gnuplot >/dev/null", "w"); /* its picture goes to the file, never to our stdout */
   int rc = -1;
   if (g) {
-    plot_script(g, path, title, ceiling, ours, k_ours, n, refs, k_refs, nr);
+    double lo, hi;
+    token_range(rows, &lo, &hi);
+    plot_script(g, path, title, ceiling, ours, k_ours, n, refs, k_refs, nr, lo, hi);
     rc = pclose(g) == 0 ? 0 : -1;
   }
   remove(ours);
