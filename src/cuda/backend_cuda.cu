@@ -189,6 +189,7 @@ extern "C" dsv4kv_status cuda_warmup(int device_id, int indexer, int32_t *kernel
             load_kernels(cuda_gather_kernels, &loaded, err, sizeof err) ||
             load_kernels(cuda_index_kernels, &loaded, err, sizeof err) ||
             load_kernels(cuda_index_rows4_kernels, &loaded, err, sizeof err) ||
+            load_kernels(cuda_flashinfer_kernels, &loaded, err, sizeof err) ||
             (indexer && load_kernels(cuda_indexer_kernels, &loaded, err, sizeof err));
   if (prev != device_id) cudaSetDevice(prev);
   if (kernels) *kernels = loaded;

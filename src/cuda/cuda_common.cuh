@@ -393,6 +393,7 @@ extern const void *const cuda_insert_kernels[];
 extern const void *const cuda_gather_kernels[];
 extern const void *const cuda_index_kernels[];
 extern const void *const cuda_index_rows4_kernels[];
+extern const void *const cuda_flashinfer_kernels[];
 extern const void *const cuda_indexer_kernels[];
 extern const void *const cuda_report_kernels[];
 

@@ -43,6 +43,46 @@ int cuda_index_threads_forced(void);
   } while (0)
 #define INDEX_LAUNCH(kernel, rows, call, p) INDEX_LAUNCH_BLOCK(kernel, rows, index_block(rows), call, p)
 
+/* ---- rows of 4-entry groups: 32-bit offsets, predicated lookups (the
+ * 4-entry kernels of index_rows4_cuda.cu and flashinfer_cuda.cu) ---- */
+/* Whether rows of `width` int32 entries of v can be read 4 at a time. */
+static inline int rows4_view(const tview *v, int64_t width) {
+  if (width % 4) return 0;
+  if (v->ndim >= 2 && v->shape[1] > 1 && v->stride[1] != 1) return 0;
+  if (v->shape[0] > 1 && v->stride[0] % 4) return 0;
+  return (uintptr_t)v->data % 16 == 0;
+}
+
+/* Stride d of v in bytes when it fits 32 bits (else returns 0 and leaves *s). */
+static inline int stride32(const tview *v, int d, int64_t elem, uint32_t *s) {
+  const int64_t x = v->ndim > d ? v->stride[d] : 0;
+  if (x < 0 || x > (int64_t)(UINT32_MAX / (uint64_t)elem)) return 0;
+  *s = (uint32_t)(x * elem);
+  return 1;
+}
+
+/* base + i x s bytes (i, s < 2^32); at_wide: in one wide multiply-add, for
+ * an address only an inline-assembly load takes (the compiler no longer
+ * knows it is global). */
+static __device__ __forceinline__ const uint8_t *at(const uint8_t *base, uint32_t i, uint32_t s) {
+  return base + (uint64_t)i * s;
+}
+static __device__ __forceinline__ const uint8_t *at_wide(const uint8_t *base, uint32_t i, uint32_t s) {
+  const uint8_t *r;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(r) : "r"(i), "r"(s), "l"(base));
+  return r;
+}
+
+/* *a when u < lim, else 0: a predicated load (no branch, the address
+ * computed whether or not it is read). */
+static __device__ __forceinline__ int32_t load_if_below(const int32_t *a, uint32_t u, uint32_t lim) {
+  int32_t e = 0;
+  asm("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p ld.global.b32 %0, [%3];\n\t}"
+      : "+r"(e)
+      : "r"(u), "r"(lim), "l"(a));
+  return e;
+}
+
 /* The 4-entry global top-k (index_rows4_cuda.cu): launches and returns 1
  * when topk_indices and global_out are contiguous along the row with 16-byte
  * aligned rows and K a multiple of 4; else 0 and nothing is launched (the
