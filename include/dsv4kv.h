@@ -137,7 +137,8 @@ typedef enum {
   DSV4KV_ERR_DTYPE = 2,             /* a tensor has the wrong dtype               */
   DSV4KV_ERR_RANK = 3,              /* a tensor has the wrong number of dims      */
   DSV4KV_ERR_SHAPE = 4,             /* a tensor's extent is wrong or inconsistent */
-  DSV4KV_ERR_STRIDE = 5,            /* unsupported strides (e.g. last dim not 1)  */
+  DSV4KV_ERR_STRIDE = 5,            /* unsupported strides (e.g. last dim not 1), or an
+                                        output overlapping another output or an input */
   DSV4KV_ERR_VALUE = 6,             /* a scalar argument is out of range          */
   DSV4KV_ERR_DEVICE = 7,            /* tensors on different / unsupported devices */
   DSV4KV_ERR_BACKEND_NOT_BUILT = 8, /* the device's backend is not in this build  */

@@ -138,8 +138,13 @@ static int parse_timestamp(line_ctx *c, const char *s, size_t len, double *ms) {
       s[i++] != ':' || digits(s, len, &i, 2, &mi) || i >= len || s[i++] != ':' ||
       digits(s, len, &i, 2, &se))
     goto bad;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+  /* second 60: a leap second, as UTC has them; year 0000 is the proleptic
+   * calendar's (ISO 8601) */
+  static const int8_t month_days[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (mo < 1 || mo > 12 || d < 1 || d > month_days[mo - 1] || h > 23 || mi > 59 || se > 60)
     goto bad;
+  if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+    goto bad; /* February 29th of a year that is not a leap year */
   double frac = 0.0, unit = 0.1;
   if (i < len && s[i] == '.') {
     i++;
@@ -484,7 +489,11 @@ int sim_trace_read(FILE *fp, const char *name, int64_t max_requests, int skip_ba
   int rc = read_lines(&t, fp, max_requests, w, err, errlen);
   free(t.ids);
   if (rc == 0 && t.format == 0) {
-    snprintf(err, errlen, "%s: empty file: no trace header or request lines", name);
+    if (w->skipped_lines) /* every line malformed (--skip-bad), none told the format */
+      snprintf(err, errlen, "%s: no valid requests (%lld malformed line%s skipped, no trace header found)", name,
+               (long long)w->skipped_lines, w->skipped_lines == 1 ? "" : "s");
+    else
+      snprintf(err, errlen, "%s: empty file: no trace header or request lines", name);
     rc = -1;
   }
   if (rc == 0 && w->n == 0) {

@@ -68,6 +68,13 @@ dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, con
 /* DSV4KV_ERR_STRIDE when the output's span meets the input's (e.g. a gather's
  * out inside the cache it reads). */
 dsv4kv_status tview_apart_from_input(const tview *out, const char *on, const tview *in, const char *in_name);
+/* tview_apart_from_input for every output v[n_in .. n) against every input
+ * v[0 .. n_in) (NULL entries: absent optional tensors).  An output that
+ * partly overlaps an input would make the bytes depend on the order of the
+ * writes (on the CPU, on the thread schedule): ERR_STRIDE naming both. */
+dsv4kv_status tview_outputs_apart(const tview *const *v, const char *const *names, int n_in, int n);
+/* Whether a and b are the same elements in the same layout (an in-place call). */
+int tview_same(const tview *a, const tview *b);
 
 /* A paged cache checked against its description (src/ops/cache_check.c). */
 typedef struct {

@@ -236,3 +236,18 @@ dsv4kv_status tview_disjoint(const tview *a, const char *an, const tview *b, con
     return dsv4kv_fail(DSV4KV_ERR_STRIDE, "outputs %s and %s overlap in memory", an, bn);
   return DSV4KV_OK;
 }
+
+dsv4kv_status tview_outputs_apart(const tview *const *v, const char *const *names, int n_in, int n) {
+  dsv4kv_status st;
+  for (int o = n_in; o < n; o++)
+    for (int i = 0; i < n_in; i++)
+      if (v[o] && v[i] && (st = tview_apart_from_input(v[o], names[o], v[i], names[i]))) return st;
+  return DSV4KV_OK;
+}
+
+int tview_same(const tview *a, const tview *b) {
+  if (a->data != b->data || a->ndim != b->ndim || a->elem_bytes != b->elem_bytes) return 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->stride[d] != b->stride[d])) return 0;
+  return 1;
+}

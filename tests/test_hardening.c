@@ -87,6 +87,58 @@ static void sec7_work_bounded_by_tensors_not_values(void **state) {
   tcache_free(&c);
 }
 
+/* An output that partly overlaps an input: rejected (with more than one
+ * thread its bytes and counts depended on the schedule); global_out as
+ * topk_indices itself (in place) stays allowed and matches the copy's result. */
+static void sec7_output_overlapping_input_rejected(void **state) {
+  (void)state;
+  enum { T = 3, K = 4 };
+  int32_t buf[(T + 1) * K], ref[T * K], table[2] = {5, 9}, req[T] = {0, 0, 0}, lens[T], lens_ref[T];
+  uint8_t valid[T] = {1, 1, 1};
+  tview tk, rq, bt, va, go, lo;
+  for (int i = 0; i < (T + 1) * K; i++) buf[i] = i % 7;
+  tv_1d(&rq, req, dt_i32(), T);
+  tv_2d(&bt, table, dt_i32(), 1, 2, 2);
+  tv_1d(&va, valid, dt_bool(), T);
+  tv_1d(&lo, lens, dt_i32(), T);
+  tv_2d(&tk, buf + K, dt_i32(), T, K, K); /* rows 1..3 of buf */
+  tv_2d(&go, buf, dt_i32(), T, K, K);     /* rows 0..2: one row behind */
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_STRIDE);
+  assert_non_null(strstr(dsv4kv_last_error(), "global_out"));
+  assert_non_null(strstr(dsv4kv_last_error(), "topk_indices"));
+  tv_1d(&lo, buf + 2, dt_i32(), T); /* lens_out inside an input */
+  tv_2d(&go, ref, dt_i32(), T, K, K);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_ERR_STRIDE);
+  assert_non_null(strstr(dsv4kv_last_error(), "lens_out"));
+
+  /* in place: the same view as input and output */
+  tv_1d(&lo, lens_ref, dt_i32(), T);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &go.t, &lo.t, NULL),
+                DSV4KV_OK);
+  tv_1d(&lo, lens, dt_i32(), T);
+  assert_status(dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 4, &va.t, &tk.t, &lo.t, NULL),
+                DSV4KV_OK);
+  assert_memory_equal(buf + K, ref, sizeof ref);
+  assert_memory_equal(lens, lens_ref, sizeof lens);
+
+  /* a gather whose block table lies inside its output */
+  tcache c;
+  tcache_make(&c, DSV4KV_RECORD_MXFP8, 0, 16, 1, 0, 0x33, 0);
+  uint16_t out[2 * 512];
+  tview o, sl, gbt;
+  tv_3d(&o, out, dt_bf16(), 1, 2, 512, 1024, 512, 1);
+  int32_t seq_lens[1] = {2};
+  tv_1d(&sl, seq_lens, dt_i32(), 1);
+  memset(out, 0, sizeof out);
+  tv_2d(&gbt, (int32_t *)(void *)(out + 512), dt_i32(), 1, 1, 1);
+  assert_status(dsv4kv_dequantize_and_gather_k_cache(&o.t, &c.v.t, &c.desc, &sl.t, NULL, &gbt.t, 0, NULL),
+                DSV4KV_ERR_STRIDE);
+  assert_non_null(strstr(dsv4kv_last_error(), "block_table"));
+  tcache_free(&c);
+}
+
 /* An output with a zero or interleaved stride, or two outputs in one buffer:
  * rejected, since the bytes would depend on the thread schedule. */
 static void sec7_overlapping_outputs_rejected(void **state) {
@@ -257,6 +309,7 @@ int main(void) {
       cmocka_unit_test(sec7_gather_offset_near_int64_max),
       cmocka_unit_test(sec7_work_bounded_by_tensors_not_values),
       cmocka_unit_test(sec7_overlapping_outputs_rejected),
+      cmocka_unit_test(sec7_output_overlapping_input_rejected),
       cmocka_unit_test(sec7_misaligned_data),
       cmocka_unit_test(sec7_huge_broadcast_shapes),
       cmocka_unit_test(sec7_alloc_capped),

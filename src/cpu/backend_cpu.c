@@ -38,16 +38,20 @@ static const struct {
                  {"avx2", CPU_PATH_AVX2, cpu_avx2_supported},
                  {"avx512", CPU_PATH_AVX512, cpu_avx512_supported}};
 enum { MAX_CPU_PATHS = sizeof all_paths / sizeof all_paths[0] };
-static int runnable[MAX_CPU_PATHS], num_runnable = -1; /* indexes into all_paths */
-static int cpu_path = -1;                               /* index into runnable; -1: not chosen yet */
+static int runnable[MAX_CPU_PATHS], num_runnable; /* indexes into all_paths, found once */
+/* Index into runnable; -1: not chosen yet.  Atomic: application threads may
+ * make their first calls at once (and dsv4kv_cpu_path_select may run beside
+ * calls); every thread that chooses chooses the same. */
+static _Atomic int cpu_path = -1;
+static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
 
-static void find_paths(void) {
-  if (num_runnable >= 0) return;
+static void find_paths_once(void) {
   int n = 0;
   for (int i = 0; i < MAX_CPU_PATHS; i++)
     if (!all_paths[i].supported || all_paths[i].supported()) runnable[n++] = i;
   num_runnable = n;
 }
+static void find_paths(void) { pthread_once(&paths_once, find_paths_once); }
 
 static int path_index(const char *name) {
   find_paths();
@@ -65,9 +69,15 @@ static int auto_path(void) {
   return i >= 0 ? i : num_runnable - 1;
 }
 
+/* The path in use, chosen on first use. */
+static int path_in_use(void) {
+  int i = cpu_path;
+  if (i < 0) cpu_path = i = auto_path();
+  return i;
+}
+
 cpu_path_kind cpu_path_now(void) {
-  if (cpu_path < 0) cpu_path = auto_path();
-  return all_paths[runnable[cpu_path]].kind;
+  return all_paths[runnable[path_in_use()]].kind;
 }
 
 int dsv4kv_cpu_path_count(void) {
@@ -81,8 +91,7 @@ const char *dsv4kv_cpu_path_name(int i) {
 }
 
 const char *dsv4kv_cpu_path_current(void) {
-  if (cpu_path < 0) cpu_path = auto_path();
-  return all_paths[runnable[cpu_path]].name;
+  return all_paths[runnable[path_in_use()]].name;
 }
 
 dsv4kv_status dsv4kv_cpu_path_select(const char *name) {

@@ -56,7 +56,7 @@ static dsv4kv_status backend_of(const tview *v, const backend_ops **be) {
   }
   if (v->device == kDLCUDA || v->device == kDLCUDAManaged) {
     if ((*be = cuda_backend_if_built())) return DSV4KV_OK;
-    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT, "the tensors are on CUDA device %d but %s", v->device_id,
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT, "the tensors are on CUDA device %d, which cannot run them: %s", v->device_id,
                        cuda_unavailable_reason());
   }
   return dsv4kv_fail(DSV4KV_ERR_DEVICE, "the tensors are on %s, which no backend of this build runs",

@@ -32,6 +32,9 @@ dsv4kv_status dsv4kv_dequantize_and_gather_k_cache(const DLTensor *out, const DL
   const tview *v[] = {&a.out, &cache_tv, &a.seq_lens, a.has_gather_lens ? &a.gather_lens : NULL,
                       &a.block_table};
   const char *n[] = {"out", "k_cache", "seq_lens", "gather_lens", "block_table"};
+  const tview *w[] = {v[2], v[3], v[4], &a.out}; /* out against the index inputs (k_cache: above) */
+  const char *wn[] = {n[2], n[3], n[4], n[0]};
+  if ((st = tview_outputs_apart(w, wn, 3, 4))) return st;
   return op_dispatch(OP_GATHER, &a, v, n, 5, opt);
 }
 

@@ -36,6 +36,14 @@ dsv4kv_status dsv4kv_compute_global_topk_indices_and_lens(
   const tview *v[] = {&a.topk, &a.req, &a.block_table, &a.valid, &a.global_out, &a.lens_out};
   const char *n[] = {"topk_indices", "token_to_req_indices", "block_table", "is_valid_token",
                      "global_out", "lens_out"};
+  /* global_out may be topk_indices itself (each entry is read before it is
+   * written, on every backend); any other overlap with an input is refused */
+  if (!tview_same(&a.global_out, &a.topk) &&
+      (st = tview_apart_from_input(&a.global_out, "global_out", &a.topk, "topk_indices")))
+    return st;
+  if ((st = tview_apart_from_input(&a.lens_out, "lens_out", &a.topk, "topk_indices")) ||
+      (st = tview_outputs_apart(v + 1, n + 1, 3, 5)))
+    return st;
   return op_dispatch(OP_GLOBAL_TOPK, &a, v, n, 6, opt);
 }
 
@@ -90,6 +98,8 @@ static dsv4kv_status combine_outputs(combine_args *a, const DLTensor *combined, 
 static dsv4kv_status combine_run(combine_args *a, const dsv4kv_options *opt) {
   const tview *v[] = {&a->topk, &a->qsl, &a->seq_lens, &a->gather_lens, &a->combined, &a->lens};
   const char *n[] = {"topk_indices", "query_start_loc", "seq_lens", "gather_lens", "combined", "lens"};
+  dsv4kv_status st = tview_outputs_apart(v, n, 4, 6);
+  if (st) return st;
   return op_dispatch(OP_COMBINE, a, v, n, 6, opt);
 }
 
@@ -290,5 +300,6 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
                      "decode_is_valid_token", "prefill_topk_indices", "query_start_loc", "seq_lens",
                      "replay_start", "token_to_req_indices", "swa_block_table", "compressed_block_table",
                      "sparse_indices", "sparse_lens"};
+  if ((st = tview_outputs_apart(v, n, 11, 13))) return st;
   return op_dispatch(OP_FLASHINFER, &a, v, n, 13, opt);
 }
