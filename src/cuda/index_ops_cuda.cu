@@ -4,8 +4,9 @@
  * index_rows4_cuda.cu instead).  One block per output row (rows in turn when
  * there are more than the grid holds), its threads over the row's entries
  * (coalesced 4-byte reads and writes), two entries a thread in flight
- * (combine: 16-byte accesses, two a thread in flight, where its rows are
- * contiguous and 16-byte aligned);
+ * (combine: 16-byte accesses, two a thread in flight, four where a thread
+ * has more than 8 entries of a row, where its rows are contiguous and
+ * 16-byte aligned);
  * lengths counted with __syncthreads_count.  The block has 32 to 256
  * threads, more when there are few rows (index_block: a decode step's 64
  * rows still occupy the GPU).  Integer arithmetic wraps to int32 as the
@@ -124,8 +125,10 @@ static __device__ __forceinline__ void combine_note_outside(const combine_params
 
 /* Token t's row as request r writes it (the block together).  Counters in
  * 32 bits: 0 <= topk_len <= topk_n and 0 <= swa_len <= window_size, both
- * int32; the values wrap as wrap32's. */
-static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base) {
+ * int32; the values wrap as wrap32's.  NF: 16-byte accesses a thread in
+ * flight, 2 or 4. */
+static __device__ __forceinline__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base,
+                                                   const int NF) {
   const uint32_t tid = threadIdx.x, bd = blockDim.x;
   const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
   const combine_lens z = combine_lens_of(p, r, t, qs, qe, dix_i32(p->seq_lens, r), dix_i32(p->gather_lens, r));
@@ -134,16 +137,16 @@ static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t
   uint8_t *cout = (uint8_t *)p->combined.data + t * p->combined.s0 * 4;
   const int64_t si = p->topk.s1 * 4, so = p->combined.s1 * 4;
   uint32_t j0 = 0, s0 = 0;
-  if (p->vec) { /* rows contiguous and 16-byte aligned: 4 entries an access, 2 accesses in flight */
+  if (p->vec) { /* rows contiguous and 16-byte aligned: 4 entries an access, NF accesses in flight */
     const uint32_t n4 = n >> 2;
     const int4 *vin = (const int4 *)tin;
     int4 *vout = (int4 *)cout;
-    for (uint32_t g = tid; g < n4; g += 2 * bd) {
-      int4 v[2];
+    for (uint32_t g = tid; g < n4; g += NF * bd) {
+      int4 v[4];
 #pragma unroll
-      for (int k = 0; k < 2; k++) v[k] = g + k * bd < n4 ? vin[g + k * bd] : make_int4(0, 0, 0, 0);
+      for (int k = 0; k < NF; k++) v[k] = g + k * bd < n4 ? vin[g + k * bd] : make_int4(0, 0, 0, 0);
 #pragma unroll
-      for (int k = 0; k < 2; k++)
+      for (int k = 0; k < NF; k++)
         if (g + k * bd < n4)
           vout[g + k * bd] = make_int4((int32_t)((uint32_t)v[k].x + mr), (int32_t)((uint32_t)v[k].y + mr),
                                        (int32_t)((uint32_t)v[k].z + mr), (int32_t)((uint32_t)v[k].w + mr));
@@ -173,8 +176,11 @@ static __device__ void combine_row(const combine_params *p, int64_t r, int64_t t
  * order (overlapping ranges, malformed input, give the CPU's sequential
  * result: later requests overwrite earlier ones; every warp finds the same
  * requests).  Threads r < R also count request
- * r's tokens outside [0, T) in bulk. */
-__global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
+ * r's tokens outside [0, T) in bulk.  NF: 4 16-byte loads a thread in flight
+ * for rows of more than 8 entries a thread (the host chooses; 64 registers
+ * instead of 48: T 4096 top-k 1024 7.86 -> 7.61 us on the H200), else 2
+ * (4 at top-k 512 ran slower, bench/NOTES-gpu.md run 17). */
+static __device__ __forceinline__ void combine_rows(combine_params p, const int NF) {
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const int64_t base = dix_i32(p.qsl, 0);
@@ -188,12 +194,14 @@ __global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
         holds = qs <= t && t < qe;
       }
       for (unsigned m = __ballot_sync(FULL_MASK, holds); m; m &= m - 1) {
-        combine_row(&p, r0 + __ffs(m) - 1, t, base);
+        combine_row(&p, r0 + __ffs(m) - 1, t, base, NF);
         __syncthreads(); /* the next request's writes land after this one's */
       }
     }
   }
 }
+__global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) { combine_rows(p, 2); }
+__global__ void __launch_bounds__(CUDA_BLOCK) combine_wide_kernel(combine_params p) { combine_rows(p, 4); }
 
 /* Whether the rows of topk and combined can be read and written 16 bytes at a time. */
 static int32_t combine_vec(const combine_args *a) {
@@ -214,8 +222,15 @@ extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o,
                       dix_of(&a->combined), dix_of(&a->lens), a->T, a->R, a->window_size, a->compress_ratio,
                       a->topk_n, a->M, a->N, combine_vec(a), {r, 0}};
   cuda_report_reset(&call, r, OP_COMBINE);
-  if (a->R > 0) INDEX_LAUNCH(combine_kernel, a->T, call, p);
+  if (a->R > 0) { /* 4 16-byte loads in flight where a thread has more than 8 entries of a row */
+    const unsigned f = (unsigned)cuda_index_threads_forced(), b = f ? f : index_block(a->T);
+    if (p.vec && a->topk_n / 4 > 2 * (int64_t)b)
+      INDEX_LAUNCH_BLOCK(combine_wide_kernel, a->T, b, call, p);
+    else
+      INDEX_LAUNCH_BLOCK(combine_kernel, a->T, b, call, p);
+  }
   return cuda_leave(&call, "combine_topk_swa_indices");
 }
 
-const void *const cuda_index_kernels[] = {(const void *)global_topk_kernel, (const void *)combine_kernel, NULL};
+const void *const cuda_index_kernels[] = {(const void *)global_topk_kernel, (const void *)combine_kernel,
+                                          (const void *)combine_wide_kernel, NULL};

@@ -21,6 +21,15 @@
  * (the case registry runs both: rows of any K reach the general kernel).
  * Held to 32 registers (__launch_bounds__(256, 8): 64 warps a multiprocessor
  * instead of 48 at 40 registers; no spills in the power-of-two kernel).
+ * Where rows are many (index_block would give a row fewer threads than it
+ * has groups: T 4096) a thread takes 2 groups, both loads and all 8 lookups
+ * in flight together, in index_block's threads (64 at T 4096; top-k 1024 in
+ * two rounds): the row header (valid, request, limits, the lengths'
+ * reduction), which every thread pays, is paid once for 8 or 16 entries,
+ * and 32 of the 64-thread blocks fit a multiprocessor (one wave of 4096
+ * rows on 132).  H200, T 4096: 4.86 -> 4.75 us (top-k 512), 8.09 -> 6.98
+ * (1024; 7.49 with 128 threads in one round, 7.29 with those at 40
+ * registers, which cost 512 0.3 us).
  * The same layout for combine and the flashinfer indices, a block of one
  * group a thread, ran slower than the general kernels (bench/NOTES-gpu.md)
  * and was not kept. */
@@ -61,11 +70,12 @@ static __device__ __forceinline__ void note_topk_group(const rows4_params *q, in
   }
 }
 
-/* Row after row of the grid; POW2: the block size is 1 << shift. */
-static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, const int POW2) {
+/* Row after row of the grid; POW2: the block size is 1 << shift; NG: the
+ * groups a thread has in flight (1 or 2), g0 and g0 + blockDim.x. */
+static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, const int POW2, const int NG) {
   if (dnote_idle(q->note)) return;
   __shared__ int32_t sh[ROWS4_MAX_THREADS / 32];
-  const uint32_t nw = blockDim.x >> 5, bs = q->bs;
+  const uint32_t nw = blockDim.x >> 5, bs = q->bs, bd = blockDim.x;
   const int shift = q->shift;
   for (uint32_t t = blockIdx.x; t < q->T; t += gridDim.x) {
     const int valid = *at(q->valid, t, q->valid_s) != 0;
@@ -78,22 +88,45 @@ static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, 
     const uint32_t lim = req_ok ? q->lim : 0u;
     const int32_t limm1 = req_ok && valid ? q->limm1 : INT32_MAX;
     int hits = 0;
-    for (uint32_t g = threadIdx.x; g < q->G; g += blockDim.x) {
-      const int4 v = *(const int4 *)at(in, g, 16);
-      const int32_t x[4] = {v.x, v.y, v.z, v.w};
-      int32_t y[4];
+    for (uint32_t g0 = threadIdx.x; g0 < q->G; g0 += NG * bd) {
+      int32_t x[2][4], y[2][4];
 #pragma unroll
-      for (int i = 0; i < 4; i++) {
-        const uint32_t u = (uint32_t)x[i], lp = POW2 ? u >> shift : u / bs;
-        const int m = u < lim;
-        const int32_t e = load_if_below((const int32_t *)at_wide(row, lp, q->bt_s1), u, lim);
-        const uint32_t off = POW2 ? u & (bs - 1) : u - lp * bs;
-        y[i] = m ? (int32_t)((uint32_t)e * bs + off) : -1;
-        hits += m;
+      for (int k = 0; k < NG; k++) {
+        /* a second group past the row reads nothing: x = -1 is never looked up or noted */
+        const uint32_t g = g0 + k * bd;
+        const int4 v = k == 0 || g < q->G ? *(const int4 *)at(in, g, 16) : make_int4(-1, -1, -1, -1);
+        x[k][0] = v.x, x[k][1] = v.y, x[k][2] = v.z, x[k][3] = v.w;
       }
-      *(int4 *)at(out, g, 16) = make_int4(y[0], y[1], y[2], y[3]);
-      const int32_t mx = max(max(x[0], x[1]), max(x[2], x[3]));
-      if (mx > limm1) note_topk_group(q, t, 4 * (int64_t)g, x, req, POW2);
+      /* the notes of a group that may hold skipped entries: after the store with
+       * one group (the shorter hot path), before the lookups with two (fewer
+       * values live across the slow path: 8 bytes spilled at 32 registers, not 60) */
+      if (NG == 2) {
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+          const int32_t mx = max(max(x[k][0], x[k][1]), max(x[k][2], x[k][3]));
+          if (mx > limm1) note_topk_group(q, t, 4 * (int64_t)(g0 + k * bd), x[k], req, POW2);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < NG; k++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const uint32_t u = (uint32_t)x[k][i], lp = POW2 ? u >> shift : u / bs;
+          const int m = u < lim;
+          const int32_t e = load_if_below((const int32_t *)at_wide(row, lp, q->bt_s1), u, lim);
+          const uint32_t off = POW2 ? u & (bs - 1) : u - lp * bs;
+          y[k][i] = m ? (int32_t)((uint32_t)e * bs + off) : -1;
+          hits += m;
+        }
+#pragma unroll
+      for (int k = 0; k < NG; k++) {
+        const uint32_t g = g0 + k * bd;
+        if (k == 0 || g < q->G) *(int4 *)at(out, g, 16) = make_int4(y[k][0], y[k][1], y[k][2], y[k][3]);
+      }
+      if (NG == 1) {
+        const int32_t mx = max(max(x[0][0], x[0][1]), max(x[0][2], x[0][3]));
+        if (mx > limm1) note_topk_group(q, t, 4 * (int64_t)g0, x[0], req, POW2);
+      }
     }
     hits = __reduce_add_sync(FULL_MASK, hits);
     int32_t *lens = (int32_t *)at(q->lens, t, q->lens_s);
@@ -113,10 +146,16 @@ static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, 
 }
 
 __global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows4_pow2_kernel(rows4_params q) {
-  global_topk_rows4(&q, 1);
+  global_topk_rows4(&q, 1, 1);
 }
 __global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows4_div_kernel(rows4_params q) {
-  global_topk_rows4(&q, 0);
+  global_topk_rows4(&q, 0, 1);
+}
+__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows8_pow2_kernel(rows4_params q) {
+  global_topk_rows4(&q, 1, 2);
+}
+__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows8_div_kernel(rows4_params q) {
+  global_topk_rows4(&q, 0, 2);
 }
 
 int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call *call) {
@@ -136,18 +175,24 @@ int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call
   q.T = (uint32_t)a->T, q.G = (uint32_t)(a->K / 4), q.R32 = (uint32_t)(a->R < big ? a->R : big);
   q.lim = (uint32_t)(pb < big ? pb : big), q.limm1 = (int32_t)((pb < big ? pb : big) - 1);
   q.bs = (uint32_t)bs, q.shift = p->pd.shift, q.R = a->R, q.P = a->P, q.note = p->note;
-  const unsigned f = (unsigned)cuda_index_threads_forced();
-  const unsigned grid = index_grid(a->T), threads = f ? f : rows4_threads(a->K / 4);
+  /* 2 groups a thread where index_block gives a row fewer threads than it
+   * has groups (many rows), and then index_block's threads (64 at T 4096:
+   * top-k 1024 in 2 rounds of 2 groups); a forced thread count takes 2
+   * groups always, so the registry's few rows reach the second group's checks */
+  const unsigned f = (unsigned)cuda_index_threads_forced(), G = q.G;
+  const int two = f || index_block(a->T) < rows4_threads(G);
+  const unsigned grid = index_grid(a->T), threads =
+      f ? f : two ? min(rows4_threads((G + 1) / 2), index_block(a->T)) : rows4_threads(G);
+  void (*kernel)(rows4_params) = two ? (q.shift >= 0 ? global_topk_rows8_pow2_kernel : global_topk_rows8_div_kernel)
+                                     : (q.shift >= 0 ? global_topk_rows4_pow2_kernel : global_topk_rows4_div_kernel);
   for (;;) { /* pass 1 (describe) only with a report */
-    if (q.shift >= 0)
-      global_topk_rows4_pow2_kernel<<<grid, threads, 0, call->stream>>>(q);
-    else
-      global_topk_rows4_div_kernel<<<grid, threads, 0, call->stream>>>(q);
+    kernel<<<grid, threads, 0, call->stream>>>(q);
     if (!q.note.rep || q.note.detail) break;
     q.note.detail = 1;
   }
   return 1;
 }
 
-const void *const cuda_index_rows4_kernels[] = {(const void *)global_topk_rows4_pow2_kernel,
-                                                (const void *)global_topk_rows4_div_kernel, NULL};
+const void *const cuda_index_rows4_kernels[] = {
+    (const void *)global_topk_rows4_pow2_kernel, (const void *)global_topk_rows4_div_kernel,
+    (const void *)global_topk_rows8_pow2_kernel, (const void *)global_topk_rows8_div_kernel, NULL};
