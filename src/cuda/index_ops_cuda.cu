@@ -205,13 +205,7 @@ __global__ void __launch_bounds__(CUDA_BLOCK) combine_wide_kernel(combine_params
 
 /* Whether the rows of topk and combined can be read and written 16 bytes at a time. */
 static int32_t combine_vec(const combine_args *a) {
-  const tview *v[2] = {&a->topk, &a->combined};
-  for (int i = 0; i < 2; i++) {
-    if (v[i]->ndim >= 2 && v[i]->shape[1] > 1 && v[i]->stride[1] != 1) return 0;
-    if (v[i]->shape[0] > 1 && v[i]->stride[0] % 4) return 0;
-    if ((uintptr_t)v[i]->data % 16) return 0;
-  }
-  return 1;
+  return rows4_view(&a->topk, 0) && rows4_view(&a->combined, 0); /* width 0: rows of any length (a scalar tail) */
 }
 
 extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o, dsv4kv_report *r) {
