@@ -312,6 +312,16 @@ static __device__ __forceinline__ uint32_t e4m3x2_quant(float lo, float hi) {
   return r;
 }
 
+/* The largest magnitude among the 2n bf16 values of w[0 .. n) (two a word),
+ * as bf16 bits: above 0x7F80 exactly when one of them is NaN, else the
+ * NaN-ignoring amax's bits (magnitudes' bits order as their values).  One
+ * 16-bit max a word. */
+static __device__ __forceinline__ uint32_t bf16x2_max_magnitude(const uint32_t *w, int n) {
+  uint32_t m = 0;
+  for (int i = 0; i < n; i++) asm("max.u16x2 %0, %0, %1;" : "+r"(m) : "r"(w[i] & 0x7FFF7FFFu));
+  return max(m & 0xFFFFu, m >> 16);
+}
+
 /* Two OCP e4m3 codes (low byte first) as fp32, exactly (via fp16, which
  * holds every e4m3 value; NaN stays NaN). */
 static __device__ __forceinline__ float2 e4m3x2_decode(uint32_t two) {

@@ -16,6 +16,7 @@
  * rounded 1/sqrt in double (formats/ref.h).  Then FP8 (group amax, codes
  * linear or tiled) or MXFP4 (blocks of 32 dims). */
 #include "cuda/cuda_common.cuh"
+#include "formats/e2m1_div.h"
 
 /* Tokens a warp: IDX_TPW_WIDE where the duplicate check is a mark (more
  * than DEDUP_SHARED_ROWS rows), 1 below: there each row scans the later
@@ -154,13 +155,25 @@ static __device__ __forceinline__ void store_fp8(const indexer_params *p, uint8_
 static __device__ __forceinline__ void store_mxfp4(const indexer_params *p, uint8_t *page, int64_t pos,
                                                    const uint32_t *r, int j, int g, int mine, int tpw) {
   const int dpl = IDX_DPL(tpw);
+  const uint32_t mb = bf16x2_max_magnitude(r, dpl / 2); /* above 0x7F80: a NaN */
   float amax = 0.0f, inv;
-  for (int i = 0; i < dpl; i++) amax = max_ignore_nan(amax, fabsf(bf16_at(r, i)));
+  if (mb <= 0x7F80u)
+    amax = bf16_to_f32((uint16_t)mb);
+  else
+    for (int i = 0; i < dpl; i++) amax = max_ignore_nan(amax, fabsf(bf16_at(r, i)));
   amax = group_max(amax, IDX_MX_LANES(tpw));
   const uint8_t sb = mxfp4_block_scale_ref(amax, &inv);
   uint8_t packed[IDX_DPL_MAX / 2];
-  for (int i = 0; i < dpl; i += 2)
-    packed[i / 2] = (uint8_t)(e2m1_encode(bf16_at(r, i + 1) * inv) << 4 | e2m1_encode(bf16_at(r, i) * inv));
+  const int l = (int)sb - 127;
+  if (mb <= 0x7F80u && l >= E2M1_PAIRS_POW2_MIN && l <= E2M1_PAIRS_POW2_MAX) {
+    /* e2m1_encode(x * 2^-l) is e2m1_encode_div(x) for sv = 2^l (x * 2^-l is
+     * exact, or far below the first midpoint): two values a compare */
+    const e2m1_bounds_bf16x2 b = e2m1_bounds_bf16x2_of(pow2f(l));
+    for (int i = 0; i < dpl / 2; i++) packed[i] = (uint8_t)e2m1x2_encode_bf16x2(r[i], &b);
+  } else { /* a NaN, or a scale whose midpoints are not normal bf16 values */
+    for (int i = 0; i < dpl; i += 2)
+      packed[i / 2] = (uint8_t)(e2m1_encode(bf16_at(r, i + 1) * inv) << 4 | e2m1_encode(bf16_at(r, i) * inv));
+  }
   uint32_t sc[INDEXER_MXFP4_NUM_SCALES];
   for (int k = 0; k < INDEXER_MXFP4_NUM_SCALES; k++)
     sc[k] = __shfl_sync(FULL_MASK, (uint32_t)sb, g * IDX_LPT(tpw) + k * IDX_MX_LANES(tpw));

@@ -53,22 +53,57 @@ static __device__ __forceinline__ void store_scale_words(uint8_t *scales, uint32
   }
 }
 
-/* Lane `lane`'s part of a main-cache record: values x[16] = row[16l..16l+16). */
-static __device__ __forceinline__ void quant_lane(const insert_params *p, const int rec, int lane, const uint16_t *x,
+/* Lane `lane`'s NVFP4 block (nvfp4_block_quant_ref): values x[16], its 8
+ * packed bytes at values + 8 * lane and its e4m3 scale byte.  The block's
+ * values two a word: amax as the largest magnitude's bits (16-bit max), the
+ * scale by the hardware's e4m3 encode (t is finite, in [2^-9, 448]), the
+ * codes by e2m1x2_encode_bf16x2 (7 paired compares per two values, from 7
+ * compares and 14 selects per value).  A block holding a NaN takes the
+ * per-value encoder (NaN encodes as 0x7 whatever its sign; its amax
+ * ignores NaN). */
+static __device__ __forceinline__ void nvfp4_lane(const insert_params *p, int lane, const uint16_t *x,
                                                   uint8_t *values, uint8_t *scales) {
-  if (rec == DSV4KV_RECORD_NVFP4) { /* nvfp4_block_quant_ref, its division by compares (formats/e2m1_div.h) */
+  uint32_t w[8];
+  for (int i = 0; i < 8; i++) w[i] = (uint32_t)x[2 * i] | (uint32_t)x[2 * i + 1] << 16;
+  const uint32_t am = bf16x2_max_magnitude(w, 8);
+  uint8_t sc;
+  uint32_t lo, hi;
+  if (am <= 0x7F80u) {
+    float t = fmaxf(NVFP4_SCALE_MIN, bf16_to_f32((uint16_t)am) * (1.0f / 6.0f));
+    t = t < FP8_OCP_MAX ? t : FP8_OCP_MAX;
+    sc = (uint8_t)(e4m3x2_quant(t, 0.0f) & 0xFF);
+    const e2m1_bounds_bf16x2 b = e2m1_bounds_bf16x2_of(e4m3x2_decode(sc).x);
+    uint32_t y[8];
+    for (int i = 0; i < 8; i++) y[i] = e2m1x2_encode_bf16x2(w[i], &b);
+    lo = __byte_perm(__byte_perm(y[0], y[1], 0x0040), __byte_perm(y[2], y[3], 0x0040), 0x5410);
+    hi = __byte_perm(__byte_perm(y[4], y[5], 0x0040), __byte_perm(y[6], y[7], 0x0040), 0x5410);
+  } else {
     float amax = 0.0f;
     for (int i = 0; i < 16; i++) amax = max_ignore_nan(amax, fabsf(bf16_to_f32(x[i])));
     float t = max_ignore_nan(NVFP4_SCALE_MIN, amax * (1.0f / 6.0f));
     t = t < FP8_OCP_MAX ? t : FP8_OCP_MAX;
-    const uint8_t sc = e4m3_encode(t);
+    sc = e4m3_encode(t);
     const e2m1_bounds b = e2m1_bounds_of(e4m3_decode(sc));
-    uint8_t packed[8];
+    uint32_t c[8];
     for (int i = 0; i < 8; i++)
-      packed[i] = (uint8_t)(e2m1_encode_div(bf16_to_f32(x[2 * i + 1]), &b) << 4 |
-                            e2m1_encode_div(bf16_to_f32(x[2 * i]), &b));
-    store_small(values + 8 * lane, packed, 8, p->vec_c);
-    store_scale_words(scales, sc, 1, NVFP4_NUM_SCALES, lane, p->vec4_c);
+      c[i] = (uint32_t)e2m1_encode_div(bf16_to_f32(x[2 * i + 1]), &b) << 4 | e2m1_encode_div(bf16_to_f32(x[2 * i]), &b);
+    lo = c[0] | c[1] << 8 | c[2] << 16 | c[3] << 24;
+    hi = c[4] | c[5] << 8 | c[6] << 16 | c[7] << 24;
+  }
+  uint8_t *dst = values + 8 * lane;
+  if (p->vec_c) {
+    *(uint2 *)dst = make_uint2(lo, hi);
+  } else {
+    for (int i = 0; i < 4; i++) dst[i] = (uint8_t)(lo >> (8 * i)), dst[4 + i] = (uint8_t)(hi >> (8 * i));
+  }
+  store_scale_words(scales, sc, 1, NVFP4_NUM_SCALES, lane, p->vec4_c);
+}
+
+/* Lane `lane`'s part of a main-cache record: values x[16] = row[16l..16l+16). */
+static __device__ __forceinline__ void quant_lane(const insert_params *p, const int rec, int lane, const uint16_t *x,
+                                                  uint8_t *values, uint8_t *scales) {
+  if (rec == DSV4KV_RECORD_NVFP4) {
+    nvfp4_lane(p, lane, x, values, scales);
     return;
   }
   /* fp8 blocks: 64 values (V4, 4 lanes) or 32 (MXFP8, 2 lanes) */

@@ -9,6 +9,10 @@
  *                code and scale byte
  *   e2m1 encode  e2m1_encode_div == e2m1_encode(x / sv) for every bf16 x and
  *                every NVFP4 block scale (device division, --fmad=false)
+ *   e2m1 pairs   e2m1x2_encode_bf16x2 (paired bf16 compares) == e2m1_encode_div
+ *                of each half, every non-NaN bf16 in each half, every scale;
+ *                and == e2m1_encode(x * 2^-l) for the MXFP4 scales 2^l of
+ *                E2M1_PAIRS_POW2_MIN .. MAX (the indexer's fast range)
  *   e2m1 decode  e2m1x2_decode_2m14 x (sv x 2^14) -> bf16x2_high (and
  *                bf16x2_of) == f32_to_bf16(e2m1_decode(c) * sv)
  *   scale exp    ceil_log2_ratio_bits (the device's UE8M0 exponent) == the
@@ -23,8 +27,8 @@
 #include "formats/e2m1_div.h"
 
 typedef struct {
-  unsigned long long bad[5];
-  unsigned long long first[5]; /* the first failing input, packed per check */
+  unsigned long long bad[7];
+  unsigned long long first[7]; /* the first failing input, packed per check */
 } results;
 
 __global__ void e4m3_encode_all(results *r) {
@@ -57,6 +61,30 @@ __global__ void e2m1_encode_all(results *r) {
   const float sv = e4m3_decode((uint8_t)sc), x = bf16_to_f32((uint16_t)u);
   const e2m1_bounds b = e2m1_bounds_of(sv);
   if (e2m1_encode_div(x, &b) != e2m1_encode(x / sv) && atomicAdd(&r->bad[2], 1ull) == 0) r->first[2] = i;
+}
+
+__global__ void e2m1_pairs_all(results *r) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* as e2m1_encode_all */
+  const uint32_t sc = (i >> 16) + 1, u = i & 0xFFFF, v = (u * 40503u + 0x1234u) & 0xFFFFu;
+  if (sc > 0x7E || (u & 0x7FFF) > 0x7F80 || (v & 0x7FFF) > 0x7F80) return;
+  const float sv = e4m3_decode((uint8_t)sc);
+  const e2m1_bounds b = e2m1_bounds_of(sv);
+  const e2m1_bounds_bf16x2 b2 = e2m1_bounds_bf16x2_of(sv);
+  const uint32_t want = e2m1_encode_div(bf16_to_f32((uint16_t)u), &b) |
+                        (uint32_t)e2m1_encode_div(bf16_to_f32((uint16_t)v), &b) << 4;
+  if (e2m1x2_encode_bf16x2(u | v << 16, &b2) != want && atomicAdd(&r->bad[5], 1ull) == 0) r->first[5] = i;
+}
+
+__global__ void e2m1_pairs_pow2_all(results *r) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; /* (l - E2M1_PAIRS_POW2_MIN) << 16 | bf16 */
+  const int l = (int)(i >> 16) + E2M1_PAIRS_POW2_MIN;
+  const uint32_t u = i & 0xFFFF, v = (u * 40503u + 0x1234u) & 0xFFFFu;
+  if (l > E2M1_PAIRS_POW2_MAX || (u & 0x7FFF) > 0x7F80 || (v & 0x7FFF) > 0x7F80) return;
+  const float inv = pow2f(-l);
+  const e2m1_bounds_bf16x2 b2 = e2m1_bounds_bf16x2_of(pow2f(l));
+  const uint32_t want = e2m1_encode(bf16_to_f32((uint16_t)u) * inv) |
+                        (uint32_t)e2m1_encode(bf16_to_f32((uint16_t)v) * inv) << 4;
+  if (e2m1x2_encode_bf16x2(u | v << 16, &b2) != want && atomicAdd(&r->bad[6], 1ull) == 0) r->first[6] = i;
 }
 
 __global__ void e2m1_decode_all(results *r) {
@@ -107,18 +135,22 @@ int main(void) {
   e4m3_encode_all<<<4096, 256>>>(d);
   fp8_decode_all<<<256, 256>>>(d);
   e2m1_encode_all<<<(0x7E << 16) / 256, 256>>>(d);
+  e2m1_pairs_all<<<(0x7E << 16) / 256, 256>>>(d);
+  e2m1_pairs_pow2_all<<<((E2M1_PAIRS_POW2_MAX - E2M1_PAIRS_POW2_MIN + 1) << 16) / 256, 256>>>(d);
   e2m1_decode_all<<<256, 256>>>(d);
   scale_exp_all<<<4096, 256>>>(d);
   if (check(cudaGetLastError(), "launch") || check(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "copy back"))
     return 1;
   cudaFree(d);
-  static const char *const name[5] = {"e4m3 encode (2^32 fp32)", "fp8 decode (256 codes x 256 scales)",
+  static const char *const name[7] = {"e4m3 encode (2^32 fp32)", "fp8 decode (256 codes x 256 scales)",
                                       "e2m1 encode by compares (65536 bf16 x 126 scales)",
                                       "e2m1 decode (256 bytes x 256 scales)",
-                                      "scale exponent from bits (every normal fp32 x 3 maxima)"};
+                                      "scale exponent from bits (every normal fp32 x 3 maxima)",
+                                      "e2m1 encode two a word (every bf16 in each half x 126 scales)",
+                                      "e2m1 encode two a word, MXFP4 scales (every bf16 x 226 powers of 2)"};
   int bad = 0;
-  for (int k = 0; k < 5; k++) {
-    printf("%-52s %s", name[k], h.bad[k] ? "MISMATCH" : "identical");
+  for (int k = 0; k < 7; k++) {
+    printf("%-62s %s", name[k], h.bad[k] ? "MISMATCH" : "identical");
     if (h.bad[k]) printf(": %llu inputs, the first 0x%llx", h.bad[k], h.first[k]);
     printf("\n");
     bad |= h.bad[k] != 0;
