@@ -6,8 +6,9 @@
  * e4m3 codes as fp16 bits (magnitude << 7, sign to bit 15) through
  * vcvtph2ps, exact; one multiply by scale x 2^8 (x 2^7 FNUZ) where that is
  * finite (scale bytes up to 246), else two, as the reference's one rounded
- * product either way; e2m1 through an 8-entry table and the sign bit; bf16
- * rounding in integers, NaN -> 0x7FFF.  The inserts and the other ops run
+ * product either way; e2m1 through an 8-entry table and the sign bit, its
+ * products exact (bf16: their high halves); bf16 rounding in integers,
+ * NaN -> 0x7FFF.  The inserts and the other ops run
  * the scalar code on this path. */
 #include "cpu/cpu.h"
 
@@ -65,15 +66,26 @@ static AVX2 __m256 e2m1x8(__m256i nib, __m256 sv) {
   return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_xor_si256(_mm256_castps_si256(v), sign)), sv);
 }
 
-/* One NVFP4 block: 8 bytes of e2m1 pairs (low nibble first), e4m3 scale. */
+/* One NVFP4 block: 8 bytes of e2m1 pairs (low nibble first), e4m3 scale.
+ * A scale that is not NaN decodes through fp16 (its magnitude << 7 is the
+ * value x 2^-8, exactly), and every product of a code and it is a normal
+ * fp32 (or zero) of at most 6 significant bits (2^-10 .. 2688), so its bf16
+ * is its high half: no rounding to do. */
 static AVX2 void nvfp4_block(const uint8_t *packed, uint8_t scale, uint16_t *out) {
   const __m128i b = _mm_loadl_epi64((const __m128i *)packed);
   const __m128i dup = _mm_unpacklo_epi8(b, b); /* b0 b0 b1 b1 ... b7 b7 */
   const __m256i shift = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
   const __m256i n0 = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(dup), shift);
   const __m256i n1 = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(dup, 8)), shift);
-  const __m256 sv = _mm256_set1_ps(e4m3_decode(scale));
-  store_bf16x16(e2m1x8(n0, sv), e2m1x8(n1, sv), out);
+  if ((scale & 0x7F) == 0x7F) { /* a NaN scale byte (a slot never written): the products round as NaN */
+    const __m256 sv = _mm256_set1_ps(e4m3_decode(scale));
+    store_bf16x16(e2m1x8(n0, sv), e2m1x8(n1, sv), out);
+    return;
+  }
+  const __m256 sv = _mm256_set1_ps(_cvtsh_ss((unsigned short)((scale & 0x7F) << 7 | (scale & 0x80) << 8)) * 256.0f);
+  const __m256i h0 = _mm256_srli_epi32(_mm256_castps_si256(e2m1x8(n0, sv)), 16);
+  const __m256i h1 = _mm256_srli_epi32(_mm256_castps_si256(e2m1x8(n1, sv)), 16);
+  _mm256_storeu_si256((__m256i *)out, _mm256_permute4x64_epi64(_mm256_packus_epi32(h0, h1), 0xD8));
 }
 
 static AVX2 void dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,

@@ -7,9 +7,9 @@
  * ceil_log2_ratio_175, no clamp (the scale bounds every value), normals
  * rounded on the fp32 bits, subnormal steps by the add-2^23 rounding; a
  * block holding a NaN or an Inf takes the reference's block code.  NVFP4:
- * the reference's block scale in scalar code, the codes by
- * formats/e2m1_div.h's exact compares on 8 lanes (a record holding a NaN
- * takes the reference). */
+ * 8 blocks at a time, the scales on 8 lanes and the codes by compares of
+ * bf16 bits on 16 lanes (nvfp4_row; a record holding a NaN takes the
+ * reference). */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -51,26 +51,80 @@ static AVX2 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, u
   }
 }
 
-/* One NVFP4 block (16 bf16 values: lane i holds values 2i, 2i+1, the pair
- * byte i packs): nvfp4_block_quant_ref's bytes, or 0 (nothing meaningful
- * written) when a value is NaN. */
-static AVX2 int nvfp4_block(const uint16_t *x, uint8_t *packed, uint8_t *scale_byte) {
-  const __m256i z = _mm256_loadu_si256((const __m256i *)x);
-  const __m256i lo = _mm256_slli_epi32(z, 16), hi = _mm256_and_si256(z, _mm256_set1_epi32((int)0xFFFF0000u));
-  const __m256i m = _mm256_max_epu32(_mm256_and_si256(lo, _mm256_set1_epi32(0x7FFFFFFF)),
-                                     _mm256_and_si256(hi, _mm256_set1_epi32(0x7FFFFFFF)));
-  uint32_t lanes[8], amax_bits = 0;
-  _mm256_storeu_si256((__m256i *)lanes, m);
-  for (int i = 0; i < 8; i++) amax_bits = lanes[i] > amax_bits ? lanes[i] : amax_bits;
-  if (amax_bits > 0x7F800000u) return 0; /* a NaN */
-  float t = max_ignore_nan(NVFP4_SCALE_MIN, f32_from_bits(amax_bits) * (1.0f / 6.0f));
-  t = t < FP8_OCP_MAX ? t : FP8_OCP_MAX;
-  const uint8_t sc = e4m3_encode(t);
-  const e2m1_bounds b = e2m1_bounds_of(e4m3_decode(sc));
-  *scale_byte = sc;
-  const __m256i v = _mm256_or_si256(e2m1_codes8(lo, &b), _mm256_slli_epi32(e2m1_codes8(hi, &b), 4));
-  _mm256_storeu_si256((__m256i *)lanes, v);
-  for (int i = 0; i < 8; i++) packed[i] = (uint8_t)lanes[i];
+/* The e4m3 codes and values of 8 NVFP4 block scales t (positive, in
+ * [2^-9, 448]): e4m3_encode's RNE on the fp32 bits, whose rounded bits are
+ * the value itself; below 2^-6 steps of 2^-9 (insert_avx512.c's
+ * e4m3_scales on 8 lanes). */
+static inline AVX2 __m256 e4m3_scales8(__m256 t, __m256i *code) {
+  const __m256i u = _mm256_castps_si256(t);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 20), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7FFFF), lsb));
+  const __m256 big = _mm256_set1_ps(8388608.0f); /* x + 2^23 - 2^23: RNE to an integer */
+  const __m256 steps = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(t, _mm256_set1_ps(0x1p9f)), big), big);
+  const __m256 sub = _mm256_cmp_ps(t, _mm256_set1_ps(0x1p-6f), _CMP_LT_OQ);
+  *code = _mm256_blendv_epi8(_mm256_sub_epi32(_mm256_srli_epi32(r, 20), _mm256_set1_epi32(120 << 3)),
+                             _mm256_cvttps_epi32(steps), _mm256_castps_si256(sub));
+  return _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xFFF00000u))),
+                          _mm256_mul_ps(steps, _mm256_set1_ps(0x1p-9f)), sub);
+}
+
+/* The largest magnitude's bf16 bits of each of 8 blocks, f[b] = the two
+ * halves of block b already folded (8 u16 lanes): a transposing reduction,
+ * block b's maximum in lane b. */
+static inline AVX2 __m128i block_max8(const __m128i *f) {
+  __m128i x[4], y[2];
+  for (int i = 0; i < 4; i++)
+    x[i] = _mm_max_epu16(_mm_unpacklo_epi16(f[2 * i], f[2 * i + 1]), _mm_unpackhi_epi16(f[2 * i], f[2 * i + 1]));
+  for (int i = 0; i < 2; i++)
+    y[i] = _mm_max_epu16(_mm_unpacklo_epi32(x[2 * i], x[2 * i + 1]), _mm_unpackhi_epi32(x[2 * i], x[2 * i + 1]));
+  return _mm_max_epu16(_mm_unpacklo_epi64(y[0], y[1]), _mm_unpackhi_epi64(y[0], y[1]));
+}
+
+/* NVFP4 (NUMERICS §2.3) of a row, 8 blocks of 16 values at a time: amax as
+ * the largest magnitude's bits, the 8 scales on 8 lanes (the reference's
+ * amax / 6 in one RN multiply, floored, clamped, e4m3-encoded and decoded),
+ * then each block's 16 codes on 16-bit lanes: a midpoint times the block
+ * scale is exact in bf16 (formats/e2m1_div.h), so the code is the number of
+ * midpoints whose bf16 bits the magnitude's bits pass (odd midpoints tie
+ * up: bits > theirs - 1).  Returns 0, with nothing meaningful written,
+ * when a value is NaN (the caller takes the reference). */
+static AVX2 int nvfp4_row(const uint16_t *x, uint8_t *packed, uint8_t *scales) {
+  static const float mid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  const __m256i magmask = _mm256_set1_epi16(0x7FFF);
+  for (int g = 0; g < NVFP4_NUM_SCALES / 8; g++) {
+    const uint16_t *xg = x + 128 * g;
+    __m128i f[8];
+    for (int b = 0; b < 8; b++) {
+      const __m256i m = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(xg + 16 * b)), magmask);
+      f[b] = _mm_max_epu16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+    }
+    const __m256i amax = _mm256_cvtepu16_epi32(block_max8(f));
+    if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F80)))) return 0; /* a NaN */
+    __m256 t = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(amax, 16)), _mm256_set1_ps(1.0f / 6.0f));
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(NVFP4_SCALE_MIN)), _mm256_set1_ps(FP8_OCP_MAX));
+    __m256i sc;
+    const __m256 sv = e4m3_scales8(t, &sc);
+    const __m128i s16 = _mm_packus_epi32(_mm256_castsi256_si128(sc), _mm256_extracti128_si256(sc, 1));
+    _mm_storel_epi64((__m128i *)(scales + 8 * g), _mm_packus_epi16(s16, s16));
+    __m256i th[7]; /* per block lane: the midpoints' bf16 bits (odd ones less 1) in both halves */
+    for (int k = 0; k < 7; k++) {
+      __m256i h = _mm256_srli_epi32(_mm256_castps_si256(_mm256_mul_ps(sv, _mm256_set1_ps(mid[k]))), 16);
+      if (k & 1) h = _mm256_sub_epi32(h, _mm256_set1_epi32(1));
+      th[k] = _mm256_or_si256(h, _mm256_slli_epi32(h, 16));
+    }
+    for (int b = 0; b < 8; b++) {
+      const __m256i z = _mm256_loadu_si256((const __m256i *)(xg + 16 * b)), m = _mm256_and_si256(z, magmask);
+      const __m256i lane = _mm256_set1_epi32(b);
+      __m256i c = _mm256_and_si256(_mm256_srli_epi16(z, 12), _mm256_set1_epi16(8)); /* the sign */
+      for (int k = 0; k < 7; k++) c = _mm256_sub_epi16(c, _mm256_cmpgt_epi16(m, _mm256_permutevar8x32_epi32(th[k], lane)));
+      /* value pair j in 32-bit lane j: its byte is the low code | the high one << 4 */
+      const __m256i y = _mm256_shuffle_epi8(_mm256_or_si256(c, _mm256_srli_epi32(c, 12)),
+                                            _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+      _mm_storel_epi64((__m128i *)(packed + 64 * g + 8 * b),
+                       _mm_unpacklo_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+    }
+  }
   return 1;
 }
 
@@ -87,10 +141,7 @@ static AVX2 int quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8
         fp8_block(x + s * MXFP8_BLOCK, MXFP8_BLOCK, fnuz, values + s * MXFP8_BLOCK, scales + s);
       return 1;
     case DSV4KV_RECORD_NVFP4:
-      for (int s = 0; s < NVFP4_NUM_SCALES; s++)
-        if (!nvfp4_block(x + s * NVFP4_BLOCK, values + s * NVFP4_BLOCK / 2, scales + s))
-          return 0; /* a NaN: the reference writes the whole record */
-      return 1;
+      return nvfp4_row(x, values, scales); /* 0 for a NaN: the reference writes the whole record */
     case DSV4KV_RECORD_INDEXER_FP8:
     case DSV4KV_RECORD_INDEXER_MXFP4:
       return 0;
