@@ -10,6 +10,9 @@
 #include "formats/ref.h"
 
 #define AVX2 __attribute__((target("avx2,f16c,fma")))
+/* Inlined into its caller: where a flavour is a constant argument, the
+ * branches on it go, and vector constants are built once, not a call. */
+#define INLINE __attribute__((always_inline))
 
 /* fp8 codes of 8 values y = bits-as-fp32 * inv (|y| <= the max, no NaN). */
 static inline AVX2 __m256i codes8(__m256i bits, __m256 inv, int fnuz) {

@@ -3,10 +3,11 @@
  * (formats/ref.h); the case registry and tests/paths/exhaustive_paths.c
  * (every bf16 value through the encoder) run it as every path.  The form is
  * insert_avx512.c's fp8_block for finite blocks on 8 lanes: amax as an
- * unsigned integer max of the magnitudes' bits, the exponent by
- * ceil_log2_ratio_175, no clamp (the scale bounds every value), normals
- * rounded on the fp32 bits, subnormal steps by the add-2^23 rounding; a
- * block holding a NaN or an Inf takes the reference's block code.  NVFP4:
+ * unsigned integer max of the magnitudes' bits, 8 blocks' exponents by
+ * ceil_log2_ratio_175 on 8 lanes, no clamp (the scale bounds every value),
+ * normals rounded on the fp32 bits, subnormal steps by the add-2^23
+ * rounding; a block holding a NaN or an Inf takes the reference's block
+ * code.  NVFP4:
  * 8 blocks at a time, the scales on 8 lanes and the codes by compares of
  * bf16 bits on 16 lanes (nvfp4_row; a record holding a NaN takes the
  * reference). */
@@ -18,14 +19,14 @@
 #include "cpu/avx2.h"
 
 /* 16 values (8 lanes of bf16 pairs) -> 16 codes as 8 16-bit pairs (even, odd). */
-static AVX2 __m256i pairs8(__m256i z, __m256 inv, int fnuz) {
+static inline AVX2 INLINE __m256i pairs8(__m256i z, __m256 inv, int fnuz) {
   const __m256i lo = codes8(_mm256_slli_epi32(z, 16), inv, fnuz);
   const __m256i hi = codes8(_mm256_and_si256(z, _mm256_set1_epi32((int)0xFFFF0000u)), inv, fnuz);
   return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 8));
 }
 
 /* n (32 or 64) bf16 values with one UE8M0 scale: codes[n], *scale_byte. */
-static AVX2 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, uint8_t *scale_byte) {
+static inline AVX2 INLINE void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, uint8_t *scale_byte) {
   __m256i z[4], m = _mm256_setzero_si256();
   for (int i = 0; i < n / 16; i++) {
     z[i] = _mm256_loadu_si256((const __m256i *)(x + 16 * i));
@@ -48,6 +49,63 @@ static AVX2 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, u
     const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(pairs8(z[i], inv, fnuz), pairs8(z[i + 1], inv, fnuz)), 0xD8);
     _mm_storeu_si128((__m128i *)(codes + 16 * i), _mm256_castsi256_si128(p));
     _mm_storeu_si128((__m128i *)(codes + 16 * i + 16), _mm256_extracti128_si256(p, 1));
+  }
+}
+
+/* The largest magnitude of n (32 or 64) bf16 values at x, as fp32 bits, one
+ * candidate a lane (the max over lanes is the block's). */
+static inline AVX2 INLINE __m256i block_max_lanes(const uint16_t *x, int n) {
+  __m256i m = _mm256_setzero_si256();
+  for (int i = 0; i < n / 16; i++) {
+    const __m256i z = _mm256_loadu_si256((const __m256i *)(x + 16 * i));
+    m = _mm256_max_epu32(m, _mm256_max_epu32(_mm256_and_si256(_mm256_slli_epi32(z, 16), _mm256_set1_epi32(0x7FFFFFFF)),
+                                             _mm256_and_si256(z, _mm256_set1_epi32(0x7FFF0000))));
+  }
+  return m;
+}
+
+/* m[b]'s largest lane in lane b (8 blocks' candidates, unsigned): a
+ * transposing reduction. */
+static inline AVX2 INLINE __m256i max_of_lanes8(const __m256i *m) {
+  __m256i x[4], y[2];
+  for (int i = 0; i < 4; i++)
+    x[i] = _mm256_max_epu32(_mm256_unpacklo_epi32(m[2 * i], m[2 * i + 1]), _mm256_unpackhi_epi32(m[2 * i], m[2 * i + 1]));
+  for (int i = 0; i < 2; i++)
+    y[i] = _mm256_max_epu32(_mm256_unpacklo_epi64(x[2 * i], x[2 * i + 1]), _mm256_unpackhi_epi64(x[2 * i], x[2 * i + 1]));
+  return _mm256_max_epu32(_mm256_permute2x128_si256(y[0], y[1], 0x20), _mm256_permute2x128_si256(y[0], y[1], 0x31));
+}
+
+/* nb (<= 8) fp8 blocks of n values at x: codes[nb * n] and scale_bytes[nb].
+ * The blocks' maxima and UE8M0 scales on 8 lanes (fp8_block's arithmetic:
+ * the exponent by ceil_log2_ratio_175, 2^-e from its bits; the floor keeps
+ * e in [-22, 120]), then each block's codes with its lane's 1 / scale; a
+ * group holding a NaN or an Inf takes fp8_block a block. */
+static inline AVX2 INLINE void fp8_blocks8(const uint16_t *x, int nb, int n, int fnuz, uint8_t *codes,
+                                           uint8_t *scale_bytes) {
+  __m256i m[8];
+  for (int b = 0; b < 8; b++) m[b] = b < nb ? block_max_lanes(x + n * b, n) : _mm256_setzero_si256();
+  __m256i amax = max_of_lanes8(m);
+  if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(amax, _mm256_set1_epi32(0x7F7FFFFF)))) {
+    for (int b = 0; b < nb; b++) fp8_block(x + n * b, n, fnuz, codes + n * b, scale_bytes + b);
+    return;
+  }
+  amax = _mm256_max_epu32(amax, _mm256_set1_epi32((int)f32_bits(AMAX_FLOOR)));
+  const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(amax, _mm256_set1_epi32(0x7FFFFF)), _mm256_set1_epi32(0x600000));
+  const __m256i e = _mm256_sub_epi32(_mm256_sub_epi32(_mm256_srli_epi32(amax, 23), _mm256_set1_epi32(127 + (fnuz ? 7 : 8))), up);
+  const __m256i b32 = _mm256_add_epi32(e, _mm256_set1_epi32(127)); /* 105 .. 247: no clamp */
+  const __m128i b16 = _mm_packus_epi32(_mm256_castsi256_si128(b32), _mm256_extracti128_si256(b32, 1));
+  uint8_t sb[8];
+  _mm_storel_epi64((__m128i *)sb, _mm_packus_epi16(b16, b16));
+  memcpy(scale_bytes, sb, (size_t)nb);
+  const __m256 inv8 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(127), e), 23));
+  for (int b = 0; b < nb; b++) {
+    const __m256 inv = _mm256_permutevar8x32_ps(inv8, _mm256_set1_epi32(b));
+    for (int i = 0; i < n / 16; i += 2) {
+      const __m256i z0 = _mm256_loadu_si256((const __m256i *)(x + n * b + 16 * i));
+      const __m256i z1 = _mm256_loadu_si256((const __m256i *)(x + n * b + 16 * i + 16));
+      const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(pairs8(z0, inv, fnuz), pairs8(z1, inv, fnuz)), 0xD8);
+      _mm256_storeu_si256((__m256i *)(codes + n * b + 16 * i), p);
+    }
   }
 }
 
@@ -128,17 +186,30 @@ static AVX2 int nvfp4_row(const uint16_t *x, uint8_t *packed, uint8_t *scales) {
   return 1;
 }
 
+/* A V4 or MXFP8 record's blocks, 8 at a time; inlined once a flavour (fnuz
+ * a constant: no flavour branches in the encoder, its constants built once
+ * a row).  On a Zen 3, 1 thread, 524288 rows: V4 129 -> 81 ms, MXFP8 166 ->
+ * 99 ms against one block at a time with its scale in scalar code. */
+static inline AVX2 INLINE void fp8_record(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values,
+                                          uint8_t *scales) {
+  if (rec == DSV4KV_RECORD_V4) {
+    fp8_blocks8(x, V4_NUM_SCALES, V4_BLOCK, fnuz, values, scales);
+    scales[V4_NUM_SCALES] = 0;
+    memcpy(values + NOPE_DIM, x + NOPE_DIM, ROPE_DIM * sizeof(uint16_t));
+  } else {
+    for (int g = 0; g < MXFP8_NUM_SCALES; g += 8)
+      fp8_blocks8(x + g * MXFP8_BLOCK, 8, MXFP8_BLOCK, fnuz, values + g * MXFP8_BLOCK, scales + g);
+  }
+}
+
 static AVX2 int quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales) {
   switch (rec) {
     case DSV4KV_RECORD_V4:
-      for (int s = 0; s < V4_NUM_SCALES; s++)
-        fp8_block(x + s * V4_BLOCK, V4_BLOCK, fnuz, values + s * V4_BLOCK, scales + s);
-      scales[V4_NUM_SCALES] = 0;
-      memcpy(values + NOPE_DIM, x + NOPE_DIM, ROPE_DIM * sizeof(uint16_t));
-      return 1;
     case DSV4KV_RECORD_MXFP8:
-      for (int s = 0; s < MXFP8_NUM_SCALES; s++)
-        fp8_block(x + s * MXFP8_BLOCK, MXFP8_BLOCK, fnuz, values + s * MXFP8_BLOCK, scales + s);
+      if (fnuz)
+        fp8_record(rec, 1, x, values, scales);
+      else
+        fp8_record(rec, 0, x, values, scales);
       return 1;
     case DSV4KV_RECORD_NVFP4:
       return nvfp4_row(x, values, scales); /* 0 for a NaN: the reference writes the whole record */
