@@ -13,6 +13,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "cpu/avx2.h"
+#include "cpu/indexer_scales.h"
 
 /* 8 bf16 at k as fp32. */
 static inline AVX2 __m256 bf16x8(const uint16_t *k) {
@@ -89,7 +90,7 @@ AVX2 int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, c
   const uint32_t bits = amax_bits(re, ro, 8);
   if (bits >= 0x7F800000u) return 0; /* a NaN or an Inf: the reference's row */
   /* finite: |x| * inv <= the max (the scale bounds amax), no clamp (codes8) */
-  const __m256 inv = _mm256_set1_ps(indexer_fp8_scale_ref(f32_from_bits(bits), fnuz, scale, ue));
+  const __m256 inv = _mm256_set1_ps(fp8_scale_fast(f32_from_bits(bits), fnuz, scale, ue));
   for (int p = 0; p < 8; p++) {
     const __m256i c = _mm256_or_si256(codes8(_mm256_castps_si256(re[p]), inv, fnuz),
                                       _mm256_slli_epi32(codes8(_mm256_castps_si256(ro[p]), inv, fnuz), 8));
@@ -110,14 +111,17 @@ AVX2 int indexer_mxfp4_avx2(const uint16_t *k, const float *we, const float *wo,
   uint8_t sb[INDEXER_MXFP4_NUM_SCALES];
   for (int b = 0; b < INDEXER_MXFP4_NUM_SCALES; b++) { /* block b = pairs 16b .. 16b + 15 = re / ro [2b, 2b + 1] */
     float inv;
-    sb[b] = mxfp4_block_scale_ref(f32_from_bits(amax_bits(re + 2 * b, ro + 2 * b, 2)), &inv);
+    sb[b] = mxfp4_scale_fast(f32_from_bits(amax_bits(re + 2 * b, ro + 2 * b, 2)), &inv);
     const __m256 s = _mm256_set1_ps(inv);
     for (int p = 2 * b; p < 2 * b + 2; p++) {
       const __m256i lo = e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(re[p], s)), &mid);
       const __m256i hi = e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(ro[p], s)), &mid);
-      uint32_t lanes[8];
-      _mm256_storeu_si256((__m256i *)lanes, _mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)));
-      for (int i = 0; i < 8; i++) packed[8 * p + i] = (uint8_t)lanes[i];
+      /* the low byte of each 32-bit lane, in order */
+      const __m256i y = _mm256_shuffle_epi8(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
+                                            _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+      _mm_storel_epi64((__m128i *)(packed + 8 * p),
+                       _mm_unpacklo_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
     }
   }
   memcpy(scales, sb, sizeof sb);
