@@ -46,10 +46,10 @@ static int64_t insert_row(void *vctx, int64_t t, int64_t slot) {
 
 /* Single-thread nanoseconds a row costs, roughly (a cache-resident row on
  * this workplace's machines; avx512: 50 / 56 / 84 ns for V4 / MXFP8 / NVFP4
- * on a Zen 4; avx2: 160 / 190 / 230-270 on a Zen 3): what cpu_team weighs
+ * on a Zen 4; avx2: 160 / 190 / 180-220 on a Zen 3): what cpu_team weighs
  * against a worker's wake-up. */
 static double row_ns(dsv4kv_record rec, cpu_path_kind path) {
-  if (rec == DSV4KV_RECORD_NVFP4) return path == CPU_PATH_AVX512 ? 90 : path == CPU_PATH_AVX2 ? 250 : 7000;
+  if (rec == DSV4KV_RECORD_NVFP4) return path == CPU_PATH_AVX512 ? 90 : path == CPU_PATH_AVX2 ? 200 : 7000;
   return path == CPU_PATH_AVX512 ? 60 : path == CPU_PATH_AVX2 ? 180 : 1000;
 }
 
