@@ -14,6 +14,13 @@
  * branches on it go, and vector constants are built once, not a call. */
 #define INLINE __attribute__((always_inline))
 
+/* The low byte of each of v's 32-bit lanes, in order, in the low 8 bytes. */
+static inline AVX2 __m128i low_bytes8(__m256i v) {
+  const __m256i y = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                                            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+  return _mm_unpacklo_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
+}
+
 /* fp8 codes of 8 values y = bits-as-fp32 * inv (|y| <= the max, no NaN). */
 static inline AVX2 __m256i codes8(__m256i bits, __m256 inv, int fnuz) {
   const __m256 y = _mm256_mul_ps(_mm256_castsi256_ps(bits), inv);

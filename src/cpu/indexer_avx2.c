@@ -116,12 +116,7 @@ AVX2 int indexer_mxfp4_avx2(const uint16_t *k, const float *we, const float *wo,
     for (int p = 2 * b; p < 2 * b + 2; p++) {
       const __m256i lo = e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(re[p], s)), &mid);
       const __m256i hi = e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(ro[p], s)), &mid);
-      /* the low byte of each 32-bit lane, in order */
-      const __m256i y = _mm256_shuffle_epi8(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)),
-                                            _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
-      _mm_storel_epi64((__m128i *)(packed + 8 * p),
-                       _mm_unpacklo_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+      _mm_storel_epi64((__m128i *)(packed + 8 * p), low_bytes8(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4))));
     }
   }
   memcpy(scales, sb, sizeof sb);

@@ -7,10 +7,9 @@
  * ceil_log2_ratio_175 on 8 lanes, no clamp (the scale bounds every value),
  * normals rounded on the fp32 bits, subnormal steps by the add-2^23
  * rounding; a block holding a NaN or an Inf takes the reference's block
- * code.  NVFP4:
- * 8 blocks at a time, the scales on 8 lanes and the codes by compares of
- * bf16 bits on 16 lanes (nvfp4_row; a record holding a NaN takes the
- * reference). */
+ * code.  NVFP4: 8 blocks at a time, the scales on 8 lanes and the codes by
+ * compares of bf16 bits on 16 lanes (nvfp4_row; a record holding a NaN
+ * takes the reference). */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -25,8 +24,9 @@ static inline AVX2 INLINE __m256i pairs8(__m256i z, __m256 inv, int fnuz) {
   return _mm256_or_si256(lo, _mm256_slli_epi32(hi, 8));
 }
 
-/* n (32 or 64) bf16 values with one UE8M0 scale: codes[n], *scale_byte. */
-static inline AVX2 INLINE void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, uint8_t *scale_byte) {
+/* n (32 or 64) bf16 values with one UE8M0 scale: codes[n], *scale_byte
+ * (fp8_blocks8's way for a group holding a NaN or an Inf). */
+static AVX2 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, uint8_t *scale_byte) {
   __m256i z[4], m = _mm256_setzero_si256();
   for (int i = 0; i < n / 16; i++) {
     z[i] = _mm256_loadu_si256((const __m256i *)(x + 16 * i));
@@ -178,11 +178,7 @@ static AVX2 int nvfp4_row(const uint16_t *x, uint8_t *packed, uint8_t *scales) {
       __m256i c = _mm256_and_si256(_mm256_srli_epi16(z, 12), _mm256_set1_epi16(8)); /* the sign */
       for (int k = 0; k < 7; k++) c = _mm256_sub_epi16(c, _mm256_cmpgt_epi16(m, _mm256_set1_epi32((int)th[k][b])));
       /* value pair j in 32-bit lane j: its byte is the low code | the high one << 4 */
-      const __m256i y = _mm256_shuffle_epi8(_mm256_or_si256(c, _mm256_srli_epi32(c, 12)),
-                                            _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                             0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
-      _mm_storel_epi64((__m128i *)(packed + 64 * g + 8 * b),
-                       _mm_unpacklo_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1)));
+      _mm_storel_epi64((__m128i *)(packed + 64 * g + 8 * b), low_bytes8(_mm256_or_si256(c, _mm256_srli_epi32(c, 12))));
     }
   }
   return 1;

@@ -57,7 +57,7 @@ static __device__ __forceinline__ void store_scale_words(uint8_t *scales, uint32
  * packed bytes at values + 8 * lane and its e4m3 scale byte.  The block's
  * values two a word: amax as the largest magnitude's bits (16-bit max), the
  * scale by the hardware's e4m3 encode (t is finite, in [2^-9, 448]), the
- * codes by e2m1x2_encode_bf16x2 (7 paired compares per two values, from 7
+ * codes by e2m1x2_encode_bf16x2 (3 paired compares per two values, from 7
  * compares and 14 selects per value).  A block holding a NaN takes the
  * per-value encoder (NaN encodes as 0x7 whatever its sign; its amax
  * ignores NaN). */
