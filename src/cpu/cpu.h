@@ -76,16 +76,28 @@ static inline void cpu_chunks_init(cpu_chunks *c, int64_t n, int64_t chunk) {
 /* The next chunk [*lo, *hi); 0 when none is left. */
 int cpu_chunk_next(cpu_chunks *c, int64_t *lo, int64_t *hi);
 
+/* A thread's note from one row to the next (src/cpu/indexer_cpu.c): a value
+ * the row before computed for row `row` (-1: none), so that a row can start
+ * the next one's independent work (its sum of squares and square root)
+ * beside its own instead of after it. */
+typedef struct {
+  int64_t row;
+  float value;
+  int flag;
+} cpu_row_carry;
+
 /* The writers' rows (insert, indexer store), rows of one page on one thread
  * in row order, so when two rows name one slot the later wins whatever the
  * team (src/cpu/paged_rows.c).  bad_slot is called for every row whose slot
  * is neither -1 nor in [0, num_slots), on the calling thread; row for every
- * other row with slot != -1, and returns a count the driver sums. */
+ * other row with slot != -1, and returns a count the driver sums.  next: a
+ * row the same thread may run after this one (a hint: -1, or a row that may
+ * turn out to be skipped); carry: that thread's note, row -1 at the start. */
 typedef struct {
   const tview *slots;
   int64_t T, bs, num_slots;
   void (*bad_slot)(void *ctx, int64_t t, int64_t slot);
-  int64_t (*row)(void *ctx, int64_t t, int64_t slot);
+  int64_t (*row)(void *ctx, int64_t t, int64_t slot, int64_t next, cpu_row_carry *carry);
   void *ctx;
   void (*finish)(void *ctx); /* NULL, or called on each thread of the team after its last row */
 } cpu_paged_rows;

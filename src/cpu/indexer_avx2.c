@@ -7,8 +7,14 @@
  * 4 x 4 transpose the partials of groups 0, 2, 4, 6 | 1, 3, 5, 7 sit in the
  * lanes, so the strides 16 and 8 are vector adds and 4, 2, 1 are adds of a
  * vector and its permutation (each level adds the reference's pairs, and
- * a + b = b + a exactly).  A row whose results hold a NaN or an Inf is left
- * to the reference (the quantizers return 0). */
+ * a + b = b + a exactly).  After RMSNorm and RoPE a row is 8 vectors of 16
+ * bf16 in dim order, and the quantizers work on those bits, 16 lanes a
+ * vector: every scale is a power of two, so a value times it is its bits
+ * with the exponent moved (fp8: rounded at bit 4, rebiased; e2m1: compared
+ * with the midpoints' bits).  A row whose results hold a NaN or an Inf, or
+ * whose cos / sin or rstd is not finite, is left to the reference (the
+ * quantizers return 0), and so is a call whose weight holds a NaN
+ * (src/cpu/indexer_cpu.c). */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -40,83 +46,156 @@ AVX2 float indexer_sum_squares_avx2(const uint16_t *k) {
   return _mm256_cvtss_f32(w);
 }
 
-/* bf16_to_f32(f32_to_bf16(x)) on 8 lanes (RNE; NaN -> 0x7FFF). */
-static inline AVX2 __m256 round_bf16x8(__m256 f) {
+/* bf16_to_f32(f32_to_bf16(x)) on 8 lanes (RNE) for x whose NaNs have zero
+ * low halves (see norm_rope); the low half is left when `keep` (the caller
+ * takes only the high half). */
+static inline AVX2 __m256i round_bf16x8(__m256 f, int keep) {
   const __m256i u = _mm256_castps_si256(f);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))),
-                                     _mm256_set1_epi32((int)0xFFFF0000u));
-  return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFF0000)),
-                          _mm256_cmp_ps(f, f, _CMP_UNORD_Q));
+  const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+  return keep ? r : _mm256_and_si256(r, _mm256_set1_epi32((int)0xFFFF0000u));
 }
 
-/* RMSNorm then RoPE of one row (indexer_avx512.c's norm_rope on 8 lanes):
- * re[p] / ro[p] = the results of dims 16p + 2i / 16p + 2i + 1 (i = lane);
- * pairs 0..31 rotate with cos 1, sin 0, as arithmetic. */
-static AVX2 void norm_rope(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
-                           __m256 *re, __m256 *ro) {
-  const __m256 r = _mm256_set1_ps(rstd);
+/* RMSNorm then RoPE of one row as bf16 bits: h[p] = dims 16p .. 16p + 15 in
+ * order.  Returns 0 when a cos / sin entry is NaN (the row is then the
+ * reference's).  Why no NaN test in the rounding: with finite tables and
+ * rstd every NaN here is a bf16 input's or the default one, whose low half
+ * is zero, and the rounding's add keeps such a NaN a NaN (an arbitrary
+ * payload could carry into the sign); the quantizers send any non-finite
+ * result to the reference.  Pairs 0..31 rotate with cos 1, sin 0, which is
+ * e - o * 0 and o + e * 0 exactly (only the sign of a zero can change), and
+ * those are bf16 values already. */
+static AVX2 int norm_rope(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                          __m256i *h) {
+  const __m256 r = _mm256_set1_ps(rstd), zero = _mm256_setzero_ps();
+  __m256 nan = zero;
   for (int p = 0; p < 8; p++) {
     const __m256i z = _mm256_loadu_si256((const __m256i *)(k + 16 * p));
     const __m256 k0 = _mm256_castsi256_ps(_mm256_slli_epi32(z, 16));
     const __m256 k1 = _mm256_castsi256_ps(_mm256_and_si256(z, _mm256_set1_epi32((int)0xFFFF0000u)));
-    const __m256 e = round_bf16x8(_mm256_mul_ps(_mm256_mul_ps(k0, r), _mm256_loadu_ps(we + 8 * p)));
-    const __m256 o = round_bf16x8(_mm256_mul_ps(_mm256_mul_ps(k1, r), _mm256_loadu_ps(wo + 8 * p)));
-    const __m256 c = p < 4 ? _mm256_set1_ps(1.0f) : _mm256_loadu_ps(cos_sin + 8 * (p - 4));
-    const __m256 s = p < 4 ? _mm256_setzero_ps() : _mm256_loadu_ps(cos_sin + 32 + 8 * (p - 4));
-    const __m256 neg_os = _mm256_xor_ps(_mm256_mul_ps(o, s), _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u)));
-    re[p] = round_bf16x8(_mm256_fmadd_ps(e, c, neg_os));
-    ro[p] = round_bf16x8(_mm256_fmadd_ps(o, c, _mm256_mul_ps(e, s)));
+    const __m256 e = _mm256_castsi256_ps(round_bf16x8(_mm256_mul_ps(_mm256_mul_ps(k0, r), _mm256_loadu_ps(we + 8 * p)), 0));
+    const __m256 o = _mm256_castsi256_ps(round_bf16x8(_mm256_mul_ps(_mm256_mul_ps(k1, r), _mm256_loadu_ps(wo + 8 * p)), 0));
+    __m256i re, ro;
+    if (p < 4) {
+      re = _mm256_castps_si256(_mm256_sub_ps(e, _mm256_mul_ps(o, zero)));
+      ro = _mm256_castps_si256(_mm256_add_ps(o, _mm256_mul_ps(e, zero)));
+    } else {
+      const __m256 c = _mm256_loadu_ps(cos_sin + 8 * (p - 4)), s = _mm256_loadu_ps(cos_sin + 32 + 8 * (p - 4));
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(c, s, _CMP_UNORD_Q));
+      const __m256 neg_os = _mm256_xor_ps(_mm256_mul_ps(o, s), _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u)));
+      re = round_bf16x8(_mm256_fmadd_ps(e, c, neg_os), 1);
+      ro = round_bf16x8(_mm256_fmadd_ps(o, c, _mm256_mul_ps(e, s)), 1);
+    }
+    h[p] = _mm256_blend_epi16(_mm256_srli_epi32(re, 16), ro, 0xAA);
   }
+  return !_mm256_movemask_ps(nan);
 }
 
-/* The largest magnitude's bits of n vectors (unsigned order; NaN above Inf). */
-static AVX2 uint32_t amax_bits(const __m256 *re, const __m256 *ro, int n) {
-  __m256i m = _mm256_setzero_si256();
-  const __m256i mag = _mm256_set1_epi32(0x7FFFFFFF);
-  for (int p = 0; p < n; p++)
-    m = _mm256_max_epu32(m, _mm256_max_epu32(_mm256_and_si256(_mm256_castps_si256(re[p]), mag),
-                                             _mm256_and_si256(_mm256_castps_si256(ro[p]), mag)));
-  uint32_t lanes[8], best = 0;
-  _mm256_storeu_si256((__m256i *)lanes, m);
-  for (int i = 0; i < 8; i++) best = lanes[i] > best ? lanes[i] : best;
-  return best;
+/* The largest of 16 unsigned 16-bit lanes. */
+static inline AVX2 uint32_t max_u16(__m256i m) {
+  const __m128i x = _mm_max_epu16(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+  return 0xFFFFu & ~(uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(x, _mm_set1_epi32(-1))));
+}
+
+/* Magnitudes of 16 bf16 lanes. */
+static inline AVX2 __m256i mag16(__m256i h) { return _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)); }
+
+/* 16 dims' bf16 bits as fp32 even (*re) and odd (*ro) dims, for the 8-lane encoders. */
+static inline AVX2 void split16(__m256i h, __m256i *re, __m256i *ro) {
+  *re = _mm256_slli_epi32(h, 16);
+  *ro = _mm256_and_si256(h, _mm256_set1_epi32((int)0xFFFF0000u));
+}
+
+/* fp8 codes of 16 values x * 2^-e from their bf16 bits h (16-bit lanes), for
+ * |x| >= 2^(1 - bias + e) (normal codes): the fp32 encoder's rounding on
+ * the high half (x * 2^-e is exact) and the exponent moved by e. */
+static inline AVX2 __m256i fp8_codes16(__m256i h, __m256i bias) {
+  const __m256i m = mag16(h);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(m, 4), _mm256_set1_epi16(1));
+  const __m256i r = _mm256_srli_epi16(_mm256_add_epi16(m, _mm256_add_epi16(lsb, _mm256_set1_epi16(7))), 4);
+  return _mm256_or_si256(_mm256_sub_epi16(r, bias), _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
 }
 
 AVX2 int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
                           int fnuz, uint8_t *codes, float *scale, uint8_t *ue) {
-  __m256 re[8], ro[8];
-  norm_rope(k, we, wo, cos_sin, rstd, re, ro);
-  const uint32_t bits = amax_bits(re, ro, 8);
-  if (bits >= 0x7F800000u) return 0; /* a NaN or an Inf: the reference's row */
+  __m256i h[8];
+  if (!isfinite(rstd) || !norm_rope(k, we, wo, cos_sin, rstd, h)) return 0;
+  __m256i m = mag16(h[0]);
+  for (int p = 1; p < 8; p++) m = _mm256_max_epu16(m, mag16(h[p]));
+  const uint32_t bits = max_u16(m);
+  if (bits >= 0x7F80u) return 0; /* a NaN or an Inf: the reference's row */
   /* finite: |x| * inv <= the max (the scale bounds amax), no clamp (codes8) */
-  const __m256 inv = _mm256_set1_ps(fp8_scale_fast(f32_from_bits(bits), fnuz, scale, ue));
+  const float inv = fp8_scale_fast(f32_from_bits(bits << 16), fnuz, scale, ue);
+  const int e = (int)(f32_bits(*scale) >> 23) - 127, b = fnuz ? 8 : 7;
+  const __m256i bias = _mm256_set1_epi16((int16_t)((127 + e - b) << 3));
+  const __m256i low = _mm256_set1_epi16((int16_t)(((128 - b + e) << 7) - 1)); /* below: subnormal codes */
+  __m256i c[2];
   for (int p = 0; p < 8; p++) {
-    const __m256i c = _mm256_or_si256(codes8(_mm256_castps_si256(re[p]), inv, fnuz),
-                                      _mm256_slli_epi32(codes8(_mm256_castps_si256(ro[p]), inv, fnuz), 8));
-    /* 8 (even, odd) byte pairs */
-    const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
-    _mm_storeu_si128((__m128i *)(codes + 16 * p), w);
+    if (_mm256_movemask_epi8(_mm256_cmpgt_epi16(low, mag16(h[p])))) { /* rare: the fp32 encoder */
+      __m256i re, ro;
+      split16(h[p], &re, &ro);
+      const __m256 v = _mm256_set1_ps(inv);
+      c[p & 1] = _mm256_or_si256(codes8(re, v, fnuz), _mm256_slli_epi32(codes8(ro, v, fnuz), 16));
+    } else {
+      c[p & 1] = fp8_codes16(h[p], bias);
+    }
+    if (p & 1) /* dims 16 (p - 1) .. 16 p + 15 */
+      _mm256_storeu_si256((__m256i *)(codes + 16 * (p - 1)),
+                          _mm256_permute4x64_epi64(_mm256_packus_epi16(c[0], c[1]), 0xD8));
   }
   return 1;
 }
 
+/* e2m1 codes of 16 values x * 2^-l from their bf16 bits h, for l in the
+ * fast range: the magnitudes' bits moved down by l (those that leave the
+ * range are below 0.25 either way) against the midpoints' bits, -1 where
+ * the comparison is >= (the tie goes up), the sign kept. */
+static inline AVX2 __m256i e2m1_codes16(__m256i h, __m256i shift) {
+  /* in memory: as operands of the compares they cost no register and no
+   * rebuilding (the compiler remade them from immediates each vector) */
+  static const int16_t thr[7][16] __attribute__((aligned(32))) = {
+#define T16(t) {t, t, t, t, t, t, t, t, t, t, t, t, t, t, t, t}
+      T16(0x3E80), T16(0x3F3F), T16(0x3FA0), T16(0x3FDF), T16(0x4020), T16(0x405F), T16(0x40A0)};
+#undef T16
+  const __m256i m = _mm256_sub_epi16(mag16(h), shift);
+#define GT(i) _mm256_cmpgt_epi16(m, _mm256_load_si256((const __m256i *)thr[i]))
+  /* the count of bounds passed: minus the sum of the masks, as a tree */
+  const __m256i s = _mm256_add_epi16(_mm256_add_epi16(GT(0), GT(1)), _mm256_add_epi16(GT(2), GT(3)));
+  const __m256i c = _mm256_sub_epi16(_mm256_setzero_si256(),
+                                     _mm256_add_epi16(s, _mm256_add_epi16(_mm256_add_epi16(GT(4), GT(5)), GT(6))));
+#undef GT
+  return _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi16(h, 12), _mm256_set1_epi16(8)));
+}
+
 AVX2 int indexer_mxfp4_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
                             uint8_t *packed, uint8_t *scales) {
-  __m256 re[8], ro[8];
-  norm_rope(k, we, wo, cos_sin, rstd, re, ro);
-  if (amax_bits(re, ro, 8) >= 0x7F800000u) return 0; /* a NaN or an Inf: the reference's row */
+  __m256i h[8];
+  if (!isfinite(rstd) || !norm_rope(k, we, wo, cos_sin, rstd, h)) return 0;
+  uint32_t bm[INDEXER_MXFP4_NUM_SCALES]; /* block b = dims 32b .. 32b + 31 = h[2b], h[2b + 1] */
+  for (int b = 0; b < INDEXER_MXFP4_NUM_SCALES; b++) {
+    bm[b] = max_u16(_mm256_max_epu16(mag16(h[2 * b]), mag16(h[2 * b + 1])));
+    if (bm[b] >= 0x7F80u) return 0; /* a NaN or an Inf: the reference's row */
+  }
   /* e2m1_encode's grid midpoints: > where the tie goes down, >= where up */
   const e2m1_bounds mid = {{0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f}};
   uint8_t sb[INDEXER_MXFP4_NUM_SCALES];
-  for (int b = 0; b < INDEXER_MXFP4_NUM_SCALES; b++) { /* block b = pairs 16b .. 16b + 15 = re / ro [2b, 2b + 1] */
+  for (int b = 0; b < INDEXER_MXFP4_NUM_SCALES; b++) {
     float inv;
-    sb[b] = mxfp4_scale_fast(f32_from_bits(amax_bits(re + 2 * b, ro + 2 * b, 2)), &inv);
-    const __m256 s = _mm256_set1_ps(inv);
+    sb[b] = mxfp4_scale_fast(f32_from_bits(bm[b] << 16), &inv);
+    const int l = sb[b] - 127;
     for (int p = 2 * b; p < 2 * b + 2; p++) {
-      const __m256i lo = e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(re[p], s)), &mid);
-      const __m256i hi = e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(ro[p], s)), &mid);
-      _mm_storel_epi64((__m128i *)(packed + 8 * p), low_bytes8(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4))));
+      __m256i c; /* 16-bit lanes: dims 16p .. 16p + 15 */
+      if (l >= E2M1_PAIRS_POW2_MIN && l <= E2M1_PAIRS_POW2_MAX) {
+        c = e2m1_codes16(h[p], _mm256_set1_epi16((int16_t)(l << 7)));
+      } else {
+        __m256i re, ro;
+        split16(h[p], &re, &ro);
+        const __m256 s = _mm256_set1_ps(inv);
+        c = _mm256_or_si256(e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(re), s)), &mid),
+                            _mm256_slli_epi32(e2m1_codes8(_mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(ro), s)), &mid), 16));
+      }
+      /* byte i = code 2i | code 2i+1 << 4 */
+      _mm_storel_epi64((__m128i *)(packed + 8 * p), low_bytes8(_mm256_or_si256(c, _mm256_srli_epi32(c, 12))));
     }
   }
   memcpy(scales, sb, sizeof sb);

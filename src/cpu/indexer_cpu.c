@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cpu/cpu.h"
+#include "cpu/indexer_scales.h"
 #include "formats/ref.h"
 
 /* fp32 value of element i of a 1-D / row view of fp32 or bf16 (exact). */
@@ -36,6 +37,7 @@ typedef struct {
   pagediv bsd, crd; /* by the block size / compress ratio: shifts, no division a row */
   float weight[INDEXER_DIM];
   float we[INDEXER_DIM / 2], wo[INDEXER_DIM / 2]; /* the weight's even / odd dims, for that path */
+  int avx2_ok; /* the avx2 row needs a weight free of NaN (src/cpu/indexer_avx2.c's norm_rope) */
 } indexer_job;
 
 static void indexer_bad_slot(void *vctx, int64_t t, int64_t slot) {
@@ -43,8 +45,28 @@ static void indexer_bad_slot(void *vctx, int64_t t, int64_t slot) {
   cpu_note(j->rep, t, SKIP_SLOT, t, slot, j->a->cache.num_pages * j->a->cache.block_size, 0, 0, 0);
 }
 
-/* One row with a valid slot; returns its non-finite count (SPEC §7). */
-static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
+/* Row t's k_pre and its rstd on the job's path (*norm_bad: SPEC §7's flag). */
+static const uint16_t *k_row(const indexer_job *j, int64_t t) {
+  return (const uint16_t *)(j->a->k_pre.data + t * j->a->k_pre.stride[0] * 2);
+}
+static float row_rstd(const indexer_job *j, const uint16_t *k, int *norm_bad) {
+  const float eps = j->a->eps;
+  return j->path == CPU_PATH_AVX512 ? indexer_rstd_fast(indexer_sum_squares_avx512(k), eps, norm_bad)
+         : j->path == CPU_PATH_AVX2 ? indexer_rstd_fast(indexer_sum_squares_avx2(k), eps, norm_bad)
+                                    : indexer_rstd_ref(k, eps, norm_bad);
+}
+
+/* Whether row t is one that writes (a group boundary at a position >= 0). */
+static int writes(const indexer_job *j, int64_t t) {
+  const int64_t pos = tv_i64_1(&j->a->positions, t);
+  return pos >= 0 && pd_off(j->crd, pos) == j->a->compress_ratio - 1;
+}
+
+/* One row with a valid slot; returns its non-finite count (SPEC §7).  On
+ * the SIMD paths the next row's rstd is computed here, before this row's
+ * quantization, which does not wait for it: its square root's latency then
+ * overlaps this row's work rather than starting the next row's chain. */
+static int64_t indexer_row(void *vctx, int64_t t, int64_t slot, int64_t next, cpu_row_carry *carry) {
   const indexer_job *j = vctx;
   const indexer_args *a = j->a;
   const cache_view *c = &a->cache;
@@ -61,11 +83,19 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
     cpu_note(j->rep, t, SKIP_COS_SIN_ROW, t, pos, cp, a->cos_sin.shape[0], 0, 0);
     return 0;
   }
-  const uint16_t *k = (const uint16_t *)(a->k_pre.data + t * a->k_pre.stride[0] * 2);
+  const uint16_t *k = k_row(j, t);
   int norm_bad;
-  const float rstd = j->path == CPU_PATH_AVX512 ? indexer_rstd_of_sum(indexer_sum_squares_avx512(k), a->eps, &norm_bad)
-                     : j->path == CPU_PATH_AVX2 ? indexer_rstd_of_sum(indexer_sum_squares_avx2(k), a->eps, &norm_bad)
-                                                : indexer_rstd_ref(k, a->eps, &norm_bad);
+  float rstd;
+  if (carry->row == t) {
+    rstd = carry->value, norm_bad = carry->flag;
+  } else {
+    rstd = row_rstd(j, k, &norm_bad);
+  }
+  carry->row = -1;
+  if (next >= 0 && j->path != CPU_PATH_SCALAR && writes(j, next)) {
+    carry->value = row_rstd(j, k_row(j, next), &carry->flag);
+    carry->row = next;
+  }
   /* Counted for every row that reaches the store, also one a later row
    * overwrites.  The norm counts once when it alone is non-finite (SPEC §7). */
   int64_t nonfinite = 0;
@@ -88,7 +118,7 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
     float scale;
     if (j->path == CPU_PATH_AVX512) {
       indexer_fp8_avx512(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue);
-    } else if (!(j->path == CPU_PATH_AVX2 && indexer_fp8_avx2(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue))) {
+    } else if (!(j->path == CPU_PATH_AVX2 && j->avx2_ok && indexer_fp8_avx2(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue))) {
       indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
       indexer_fp8_quant_ref(r, fnuz, codes, &scale, &ue);
     }
@@ -97,7 +127,7 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
     uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
     if (j->path == CPU_PATH_AVX512) {
       indexer_mxfp4_avx512(k, j->we, j->wo, cos_sin, rstd, values, scales);
-    } else if (!(j->path == CPU_PATH_AVX2 && indexer_mxfp4_avx2(k, j->we, j->wo, cos_sin, rstd, values, scales))) {
+    } else if (!(j->path == CPU_PATH_AVX2 && j->avx2_ok && indexer_mxfp4_avx2(k, j->we, j->wo, cos_sin, rstd, values, scales))) {
       indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
       indexer_mxfp4_quant_ref(r, values, scales);
     }
@@ -107,8 +137,11 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot) {
 
 dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *rep) {
   const cache_view *c = &a->cache;
-  indexer_job j = {a, o, rep, cpu_path_now(), pagediv_of(c->block_size), pagediv_of(a->compress_ratio), {0}, {0}, {0}};
-  for (int d = 0; d < INDEXER_DIM; d++) j.weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
+  indexer_job j = {a, o, rep, cpu_path_now(), pagediv_of(c->block_size), pagediv_of(a->compress_ratio), {0}, {0}, {0}, 1};
+  for (int d = 0; d < INDEXER_DIM; d++) {
+    j.weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
+    if (isnan(j.weight[d])) j.avx2_ok = 0;
+  }
   for (int i = 0; i < INDEXER_DIM / 2; i++) j.we[i] = j.weight[2 * i], j.wo[i] = j.weight[2 * i + 1];
   /* ~1 us a row on one thread (FP8; MXFP4 ~1.8; avx512 ~0.15): see cpu_team */
   const double row_ns = j.path == CPU_PATH_AVX512 ? 150 : j.path == CPU_PATH_AVX2 ? 300

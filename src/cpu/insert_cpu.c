@@ -26,7 +26,8 @@ static void insert_bad_slot(void *vctx, int64_t t, int64_t slot) {
 /* One row into its slot; returns the row's non-finite inputs (counted for
  * every row with a valid slot, also one a later row overwrites, so the count
  * never depends on the threads). */
-static int64_t insert_row(void *vctx, int64_t t, int64_t slot) {
+static int64_t insert_row(void *vctx, int64_t t, int64_t slot, int64_t next, cpu_row_carry *carry) {
+  (void)next, (void)carry;
   const insert_job *j = vctx;
   const cache_view *c = &j->a->cache;
   const int64_t bs = c->block_size, pg = slot / bs, p = slot % bs;

@@ -33,11 +33,12 @@ static void bucket_task(void *vctx, int t, int nt) {
   bucket_job *j = vctx;
   const cpu_paged_rows *p = j->p;
   int64_t lo, hi, sum = 0;
+  cpu_row_carry carry = {-1, 0.0f, 0};
   while (cpu_chunk_next(&j->buckets, &lo, &hi))
     for (int64_t b = lo; b < hi; b++)
       for (int64_t i = j->start[b]; i < j->start[b + 1]; i++) {
-        const int64_t row = j->order[i];
-        sum += p->row(p->ctx, row, tv_i64_1(p->slots, row));
+        const int64_t row = j->order[i], next = i + 1 < j->start[b + 1] ? j->order[i + 1] : -1;
+        sum += p->row(p->ctx, row, tv_i64_1(p->slots, row), next, &carry);
       }
   if (p->finish) p->finish(p->ctx);
   atomic_fetch_add_explicit(&j->sum, sum, memory_order_relaxed);
@@ -49,13 +50,14 @@ static int is_bad(const cpu_paged_rows *p, int64_t slot) { return slot != -1 && 
 dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
   *sum = 0;
   if (nt <= 1 && p->T < BUCKETED_MIN_ROWS) {
+    cpu_row_carry carry = {-1, 0.0f, 0};
     for (int64_t t = 0; t < p->T; t++) {
       const int64_t slot = tv_i64_1(p->slots, t);
       if (slot == -1) continue;
       if (is_bad(p, slot))
         p->bad_slot(p->ctx, t, slot);
       else
-        *sum += p->row(p->ctx, t, slot);
+        *sum += p->row(p->ctx, t, slot, t + 1 < p->T ? t + 1 : -1, &carry);
     }
     if (p->finish) p->finish(p->ctx);
     return DSV4KV_OK;

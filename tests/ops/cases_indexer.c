@@ -1,6 +1,7 @@
 /* Cases of indexer_k_norm_rope_store (SPEC §6). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops.h"
 
@@ -20,8 +21,22 @@ enum {
   I_HUGE_W = 512,  /* norm weights near the fp32 max: Inf after the norm                    */
   I_ROWS = 1024,   /* rows of every kind (specials, subnormals, zeros, huge)                */
   I_3D = 2048,     /* cache as [pages, block_size, record_bytes]                            */
-  I_MANY = 4096    /* 3000 rows: past the CUDA backend's shared-memory duplicate scan       */
+  I_MANY = 4096,   /* 3000 rows: past the CUDA backend's shared-memory duplicate scan       */
+  I_NAN_CS = 8192, /* NaNs of every payload in a quarter of the cos_sin rows               */
+  I_NAN_W = 16384  /* a NaN in the norm weight                                             */
 };
+
+/* NaN bit patterns: quiet and signalling, either sign, the largest payloads
+ * (whose rounding to bf16 can carry into the sign in a careless encoder). */
+static const uint32_t nan_f32[] = {0x7FFFFFFFu, 0xFFFFFFFFu, 0x7F800001u, 0xFFBFFFFFu, 0x7FC00000u};
+static const uint16_t nan_bf16[] = {0x7FFFu, 0xFFFFu, 0x7F81u, 0xFFBFu, 0x7FC0u};
+
+/* Entry i of a 1-D / row fp32 or bf16 table set to a NaN picked by r. */
+static void put_nan(ops_tensor *t, rng_t *r, int64_t row, int64_t i) {
+  const int n = rng_below(r, 5);
+  if (t->esz == 4) memcpy(ops_at(t, t->host, row, i, 0), &nan_f32[n], 4);
+  else memcpy(ops_at(t, t->host, row, i, 0), &nan_bf16[n], 2);
+}
 
 static void fill_tables(rng_t *r, ops_tensor *cs, ops_tensor *w, int v) {
   for (int64_t p = 0; p < cs->shape[0]; p++)
@@ -41,6 +56,10 @@ static void fill_tables(rng_t *r, ops_tensor *cs, ops_tensor *w, int v) {
     if (w->esz == 4) *(float *)ops_at(w, w->host, i, 0, 0) = x;
     else *(uint16_t *)ops_at(w, w->host, i, 0, 0) = ref_f32_to_bf16(x);
   }
+  if (v & I_NAN_W) put_nan(w, r, 0, rng_below(r, 128));
+  if (v & I_NAN_CS)
+    for (int64_t p = 0; p < cs->shape[0]; p++)
+      if (rng_below(r, 4) == 0) put_nan(cs, r, p, rng_below(r, 64));
 }
 
 static void fill_positions(ops_tensor *pos, rng_t *r, int64_t rows, int v) {
@@ -135,4 +154,9 @@ void ops_register_indexer(ops_list *l) {
       ops_add(l, OPCALL_INDEXER, gen_indexer, ref_indexer, rk, rk == IX_MXFP4 ? 0 : vs[i].f, 1, vs[i].v,
               "indexer_%s_%s", rn[rk],
               rk == IX_MXFP4 && vs[i].f ? ((vs[i].v & I_MANY) ? "many_dup_skips" : "big_skips") : vs[i].n);
+  for (int rk = 0; rk < 3; rk++) /* NaN tables as fp32 and as bf16 */
+    for (int t = 0; t < 4; t += 3)
+      for (int w = 0; w < 2; w++)
+        ops_add(l, OPCALL_INDEXER, gen_indexer, ref_indexer, rk, 0, t, (w ? I_NAN_W : I_NAN_CS) | I_CHECK | (t ? I_BIG : 0),
+                "indexer_%s_nan_%s_%s", rn[rk], w ? "weight" : "cos_sin", tn[t]);
 }

@@ -4,11 +4,17 @@
  * xor butterfly, and any other order differs in the last bits of most rows
  * (the case registry sees that only through rstd, where one ulp rarely
  * changes a stored byte).  Rows of bf16 values with exponents spread over
- * 2^-20 .. 2^20, some with zeros and subnormals; 77 where no SIMD path runs. */
+ * 2^-20 .. 2^20, some with zeros and subnormals; 77 where no SIMD path runs.
+ * Also the SIMD paths' rstd (rsqrt_rounded_fast) against the reference's
+ * double square root and division: every fp32 in [1, 4) (both exponent
+ * parities of every significand, where rsqrtss's table repeats), 4096
+ * random significands at every exponent, and the specials. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "cpu/indexer_scales.h"
 #include "formats/ref.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -25,7 +31,27 @@ static uint16_t value(int spread) {
   return (uint16_t)((r >> 31) << 15 | (uint32_t)e << 7 | (r & 0x7F));
 }
 
+static long rstd_differs(float x) {
+  return f32_bits(rsqrt_rounded_fast(x)) != f32_bits((float)(1.0 / sqrt((double)x)));
+}
+
+/* The count of x where rsqrt_rounded_fast differs from the reference. */
+static long check_rstd(long *tried) {
+  long bad = 0, n = 0;
+  for (uint32_t b = f32_bits(1.0f); b < f32_bits(4.0f); b++, n++) bad += rstd_differs(f32_from_bits(b));
+  for (uint32_t e = 0; e < 256; e++)
+    for (int i = 0; i < 4096; i++, n++) bad += rstd_differs(f32_from_bits(e << 23 | (next() & 0x7FFFFFu)));
+  static const uint32_t specials[] = {0, 0x80000000u, 1, 0x7FFFFFu, 0x800000u, 0x7F7FFFFFu, 0x7F800000u, 0x7FC00000u,
+                                      0xFFC00000u, 0xBF800000u};
+  for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++, n++) bad += rstd_differs(f32_from_bits(specials[i]));
+  *tried = n;
+  return bad;
+}
+
 int main(void) {
+  long tried, rbad = check_rstd(&tried);
+  printf("rstd, %ld fp32 values: %s (%ld differ)\n", tried, rbad ? "DIFFERS" : "identical to the reference", rbad);
+  if (rbad) return 1;
   __builtin_cpu_init();
   const int avx512 = cpu_avx512_supported(), avx2 = cpu_avx2_supported();
   if (!avx512 && !avx2) {
