@@ -97,23 +97,10 @@ static inline AVX2 uint32_t max_u16(__m256i m) {
   return 0xFFFFu & ~(uint32_t)_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(x, _mm_set1_epi32(-1))));
 }
 
-/* Magnitudes of 16 bf16 lanes. */
-static inline AVX2 __m256i mag16(__m256i h) { return _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)); }
-
 /* 16 dims' bf16 bits as fp32 even (*re) and odd (*ro) dims, for the 8-lane encoders. */
 static inline AVX2 void split16(__m256i h, __m256i *re, __m256i *ro) {
   *re = _mm256_slli_epi32(h, 16);
   *ro = _mm256_and_si256(h, _mm256_set1_epi32((int)0xFFFF0000u));
-}
-
-/* fp8 codes of 16 values x * 2^-e from their bf16 bits h (16-bit lanes), for
- * |x| >= 2^(1 - bias + e) (normal codes): the fp32 encoder's rounding on
- * the high half (x * 2^-e is exact) and the exponent moved by e. */
-static inline AVX2 __m256i fp8_codes16(__m256i h, __m256i bias) {
-  const __m256i m = mag16(h);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(m, 4), _mm256_set1_epi16(1));
-  const __m256i r = _mm256_srli_epi16(_mm256_add_epi16(m, _mm256_add_epi16(lsb, _mm256_set1_epi16(7))), 4);
-  return _mm256_or_si256(_mm256_sub_epi16(r, bias), _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
 }
 
 AVX2 int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,

@@ -4,10 +4,11 @@
  * (every bf16 value through the encoder) run it as every path.  The form is
  * insert_avx512.c's fp8_block for finite blocks on 8 lanes: amax as an
  * unsigned integer max of the magnitudes' bits, 8 blocks' exponents by
- * ceil_log2_ratio_175 on 8 lanes, no clamp (the scale bounds every value),
- * normals rounded on the fp32 bits, subnormal steps by the add-2^23
- * rounding; a block holding a NaN or an Inf takes the reference's block
- * code.  NVFP4: 8 blocks at a time, the scales on 8 lanes and the codes by
+ * ceil_log2_ratio_175 on 8 lanes, no clamp (the scale bounds every value);
+ * 32 values with normal codes (nearly all) encoded from their bf16 bits on
+ * 16 lanes (fp8_codes16: the scale is a power of two), others on the fp32
+ * bits with subnormal steps by the add-2^23 rounding; a block holding a NaN
+ * or an Inf takes the reference's block code.  NVFP4: 8 blocks at a time, the scales on 8 lanes and the codes by
  * compares of bf16 bits on 16 lanes (nvfp4_row; a record holding a NaN
  * takes the reference). */
 #include "cpu/cpu.h"
@@ -98,13 +99,27 @@ static inline AVX2 INLINE void fp8_blocks8(const uint16_t *x, int nb, int n, int
   _mm_storel_epi64((__m128i *)sb, _mm_packus_epi16(b16, b16));
   memcpy(scale_bytes, sb, (size_t)nb);
   const __m256 inv8 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(127), e), 23));
+  /* fp8_codes16's rebias and the smallest magnitude with a normal code, in both 16-bit halves */
+  const int B = fnuz ? 8 : 7;
+  const __m256i bias32 = _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127 - B)), 3);
+  const __m256i low32 = _mm256_sub_epi32(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(128 - B)), 7), _mm256_set1_epi32(1));
+  const __m256i bias8 = _mm256_or_si256(bias32, _mm256_slli_epi32(bias32, 16));
+  const __m256i low8 = _mm256_or_si256(low32, _mm256_slli_epi32(low32, 16));
   for (int b = 0; b < nb; b++) {
-    const __m256 inv = _mm256_permutevar8x32_ps(inv8, _mm256_set1_epi32(b));
+    const __m256i lane = _mm256_set1_epi32(b);
+    const __m256i bias = _mm256_permutevar8x32_epi32(bias8, lane), low = _mm256_permutevar8x32_epi32(low8, lane);
     for (int i = 0; i < n / 16; i += 2) {
       const __m256i z0 = _mm256_loadu_si256((const __m256i *)(x + n * b + 16 * i));
       const __m256i z1 = _mm256_loadu_si256((const __m256i *)(x + n * b + 16 * i + 16));
-      const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(pairs8(z0, inv, fnuz), pairs8(z1, inv, fnuz)), 0xD8);
-      _mm256_storeu_si256((__m256i *)(codes + n * b + 16 * i), p);
+      __m256i p;
+      if (_mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpgt_epi16(low, mag16(z0)), _mm256_cmpgt_epi16(low, mag16(z1))))) {
+        /* a zero or a subnormal code: the fp32 encoder (it holds them) */
+        const __m256 inv = _mm256_permutevar8x32_ps(inv8, lane);
+        p = _mm256_packus_epi32(pairs8(z0, inv, fnuz), pairs8(z1, inv, fnuz));
+      } else {
+        p = _mm256_packus_epi16(fp8_codes16(z0, bias), fp8_codes16(z1, bias));
+      }
+      _mm256_storeu_si256((__m256i *)(codes + n * b + 16 * i), _mm256_permute4x64_epi64(p, 0xD8));
     }
   }
 }
