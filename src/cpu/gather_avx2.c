@@ -7,9 +7,9 @@
  * vcvtph2ps, exact; one multiply by scale x 2^8 (x 2^7 FNUZ) where that is
  * finite (scale bytes up to 246), else two, as the reference's one rounded
  * product either way; e2m1 through an 8-entry table and the sign bit, its
- * products exact (bf16: their high halves); bf16 rounding in integers,
- * NaN -> 0x7FFF.  The inserts and the other ops run
- * the scalar code on this path. */
+ * products exact (bf16: their high halves).  An fp8 product is a bf16 value
+ * too for scale bytes 4 .. 254 (fp8_block), so it is its high half; other
+ * bytes take the bf16 rounding in integers; NaN codes give 0x7FFF. */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -36,8 +36,10 @@ static AVX2 void store_bf16x16(__m256 a, __m256 b, uint16_t *out) {
   _mm256_storeu_si256((__m256i *)out, p);
 }
 
-/* 16 codes of one fp8 block: mul1 (and mul2 unless 0) the multipliers. */
-static AVX2 void fp8x16(const uint8_t *codes, __m256 mul1, __m256 mul2, int two, int fnuz, uint16_t *out) {
+/* 16 codes of one fp8 block: mul1 (and mul2 unless 0) the multipliers;
+ * exact: every product is a bf16 value (or +-Inf), so its bf16 is its high
+ * half. */
+static AVX2 void fp8x16(const uint8_t *codes, __m256 mul1, __m256 mul2, int two, int exact, int fnuz, uint16_t *out) {
   const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)codes));
   __m256i h = _mm256_slli_epi16(c, 7);
   h = _mm256_add_epi16(h, _mm256_and_si256(h, _mm256_set1_epi16(0x4000))); /* bit 14 (the sign) into bit 15 */
@@ -46,16 +48,29 @@ static AVX2 void fp8x16(const uint8_t *codes, __m256 mul1, __m256 mul2, int two,
   __m256 f0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), mul1);
   __m256 f1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), mul1);
   if (two) f0 = _mm256_mul_ps(f0, mul2), f1 = _mm256_mul_ps(f1, mul2);
-  const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16x8(f0), bf16x8(f1)), 0xD8);
+  const __m256i w = exact ? _mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(f0), 16),
+                                                _mm256_srli_epi32(_mm256_castps_si256(f1), 16))
+                          : _mm256_packus_epi32(bf16x8(f0), bf16x8(f1));
+  const __m256i p = _mm256_permute4x64_epi64(w, 0xD8);
   _mm256_storeu_si256((__m256i *)out, _mm256_blendv_epi8(p, _mm256_set1_epi16(0x7FFF), nan));
 }
 
-/* n codes (a multiple of 16) of one fp8 block with its UE8M0 scale byte. */
+/* n codes (a multiple of 16) of one fp8 block with its UE8M0 scale byte.
+ * Why scale bytes 4 .. 254 need no rounding: every e4m3 value is a multiple
+ * of 2^-9 (e4m3fnuz: 2^-10) with at most 4 significant bits, so its product
+ * with 2^(byte-127) is a multiple of 2^(byte-137) >= 2^-133 (bf16's
+ * smallest step) with at most 4 significant bits: a bf16 value, or past the
+ * range an Inf, whose bf16 is Inf too; byte 255 scales by Inf (0 x Inf is
+ * NaN). */
 static AVX2 void fp8_block(const uint8_t *codes, int n, uint8_t scale, int fnuz, uint16_t *out) {
   const float s = ue8m0_decode_ftz(scale), up = fnuz ? 0x1p7f : 0x1p8f;
   const int two = scale > 246; /* s x 2^8 overflows: the exact 2^8 first, then s */
+  const int exact = scale >= 4 && scale <= 254;
   const __m256 mul1 = _mm256_set1_ps(two ? up : s * up), mul2 = _mm256_set1_ps(s);
-  for (int i = 0; i < n; i += 16) fp8x16(codes + i, mul1, mul2, two, fnuz, out + i);
+  if (exact)
+    for (int i = 0; i < n; i += 16) fp8x16(codes + i, mul1, mul2, two, 1, fnuz, out + i);
+  else
+    for (int i = 0; i < n; i += 16) fp8x16(codes + i, mul1, mul2, two, 0, fnuz, out + i);
 }
 
 /* e2m1 codes in 32-bit lanes -> their values times sv. */
