@@ -34,7 +34,7 @@ int sim_dev_on(void) { return D.on; }
 
 int sim_dev_open(void) {
   if (!dsv4kv_backend_available(kDLCUDA)) {
-    fprintf(stderr, "dsv4kv run: --device cuda: no CUDA backend here (libdsv4kv %s: %s); run with --device cpu.\n",
+    fprintf(stderr, "dsv4kv run: --device cuda: CUDA cannot run here (libdsv4kv %s: %s); run with --device cpu.\n",
             dsv4kv_version(), dsv4kv_backend_unavailable_reason(kDLCUDA));
     return -1;
   }

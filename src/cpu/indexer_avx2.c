@@ -173,7 +173,7 @@ AVX2 int indexer_mxfp4_avx2(const uint16_t *k, const float *we, const float *wo,
     for (int p = 2 * b; p < 2 * b + 2; p++) {
       __m256i c; /* 16-bit lanes: dims 16p .. 16p + 15 */
       if (l >= E2M1_PAIRS_POW2_MIN && l <= E2M1_PAIRS_POW2_MAX) {
-        c = e2m1_codes16(h[p], _mm256_set1_epi16((int16_t)(l << 7)));
+        c = e2m1_codes16(h[p], _mm256_set1_epi16((int16_t)(l * 128)));
       } else {
         __m256i re, ro;
         split16(h[p], &re, &ro);
