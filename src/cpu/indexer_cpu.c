@@ -13,13 +13,12 @@ static inline float load_f(const tview *v, dt_kind dt, int64_t off_elems) {
                       : bf16_to_f32(*(const uint16_t *)(v->data + off_elems * 2));
 }
 
-/* Places a row's FP8 codes and scale into its page (tiled or linear; the
- * scale as 4 UE8M0 copies with MX_SCALE, else the fp32 2^e). */
+/* Places a row's FP8 codes and scale into its page: the codes when tiled
+ * (linear ones are quantized in place), the scale as 4 UE8M0 copies with
+ * MX_SCALE, else the fp32 2^e. */
 static void place_fp8(const cache_view *c, uint8_t *page, int64_t p, const uint8_t *codes, float scale, uint8_t ue) {
   if (c->flags & DSV4KV_CACHE_TILED)
     for (int d = 0; d < INDEXER_DIM; d++) page[idx_tiled_off(p, d)] = codes[d];
-  else
-    memcpy(page + record_values_off(&c->layout, c->block_size, p), codes, INDEXER_DIM);
   uint8_t *sc = page + record_scales_off(&c->layout, c->block_size, p);
   if (c->flags & DSV4KV_CACHE_MX_SCALE) {
     memset(sc, ue, INDEXER_FP8_SCALE_BYTES);
@@ -114,7 +113,8 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot, int64_t next, cp
   const int64_t p = pd_off(j->bsd, slot);
   const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
   if (c->record == DSV4KV_RECORD_INDEXER_FP8) {
-    uint8_t codes[INDEXER_DIM], ue;
+    uint8_t tiled[INDEXER_DIM], ue;
+    uint8_t *codes = (c->flags & DSV4KV_CACHE_TILED) ? tiled : page + record_values_off(&c->layout, bs, p);
     float scale;
     if (j->path == CPU_PATH_AVX512) {
       indexer_fp8_avx512(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue);
