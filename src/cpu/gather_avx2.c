@@ -7,7 +7,8 @@
  * vcvtph2ps, exact; one multiply by scale x 2^8 (x 2^7 FNUZ) where that is
  * finite (scale bytes up to 246), else two, as the reference's one rounded
  * product either way; e2m1 through an 8-entry table and the sign bit, its
- * products exact (bf16: their high halves).  An fp8 product is a bf16 value
+ * products exact (bf16: their high halves), two blocks at a time as a
+ * 16-entry bf16 table a block looked up by vpshufb.  An fp8 product is a bf16 value
  * too for scale bytes 4 .. 254 (fp8_block), so it is its high half; other
  * bytes take the bf16 rounding in integers; NaN codes give 0x7FFF. */
 #include "cpu/cpu.h"
@@ -103,6 +104,46 @@ static AVX2 void nvfp4_block(const uint8_t *packed, uint8_t scale, uint16_t *out
   _mm256_storeu_si256((__m256i *)out, _mm256_permute4x64_epi64(_mm256_packus_epi32(h0, h1), 0xD8));
 }
 
+/* The bf16 products of the 16 e2m1 codes with two blocks' scale values sa,
+ * sb (not NaN; each a normal fp32 x 2^8 or zero): their low bytes in *lo and
+ * high bytes in *hi, block a's table in the low 128-bit lane, b's in the
+ * high one (vpshufb looks up within a lane).  Each product is exact with at
+ * most 6 significant bits, so its bf16 is its high half (nvfp4_block). */
+static AVX2 void nvfp4_tables2(float sa, float sb, __m256i *lo, __m256i *hi) {
+  const __m256 pos = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+  const __m256 neg = _mm256_xor_ps(pos, _mm256_set1_ps(-0.0f));
+  const __m256 va = _mm256_set1_ps(sa), vb = _mm256_set1_ps(sb);
+  /* packus per lane: [a0-3 a8-11 | a4-7 a12-15] for block a, likewise b */
+  const __m256i ta = _mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_mul_ps(pos, va)), 16),
+                                         _mm256_srli_epi32(_mm256_castps_si256(_mm256_mul_ps(neg, va)), 16));
+  const __m256i tb = _mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_mul_ps(pos, vb)), 16),
+                                         _mm256_srli_epi32(_mm256_castps_si256(_mm256_mul_ps(neg, vb)), 16));
+  /* each lane's low bytes in its first 8 bytes, high bytes in the last 8 */
+  const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m256i sa2 = _mm256_shuffle_epi8(ta, split), sb2 = _mm256_shuffle_epi8(tb, split);
+  /* [a lane 0 | b lane 0] and [a lane 1 | b lane 1], then dwords in code order */
+  const __m256i x0 = _mm256_permute2x128_si256(sa2, sb2, 0x20), x1 = _mm256_permute2x128_si256(sa2, sb2, 0x31);
+  *lo = _mm256_unpacklo_epi32(x0, x1);
+  *hi = _mm256_unpackhi_epi32(x0, x1);
+}
+
+/* Two NVFP4 blocks whose scales are not NaN: 16 packed bytes, 32 bf16 out. */
+static AVX2 void nvfp4_blocks2(const uint8_t *packed, const uint8_t *scale, uint16_t *out) {
+  const float sa = _cvtsh_ss((unsigned short)((scale[0] & 0x7F) << 7 | (scale[0] & 0x80) << 8)) * 256.0f;
+  const float sb = _cvtsh_ss((unsigned short)((scale[1] & 0x7F) << 7 | (scale[1] & 0x80) << 8)) * 256.0f;
+  __m256i lo, hi;
+  nvfp4_tables2(sa, sb, &lo, &hi);
+  /* a byte per 16-bit lane, then its low nibble (the even code) in the low byte, the high one above */
+  const __m256i b = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)packed));
+  const __m256i codes = _mm256_or_si256(_mm256_and_si256(b, _mm256_set1_epi16(0x0F)),
+                                        _mm256_and_si256(_mm256_slli_epi16(b, 4), _mm256_set1_epi16(0x0F00)));
+  const __m256i l = _mm256_shuffle_epi8(lo, codes), h = _mm256_shuffle_epi8(hi, codes);
+  const __m256i v0 = _mm256_unpacklo_epi8(l, h), v1 = _mm256_unpackhi_epi8(l, h); /* [a 0-7 | b 0-7], [a 8-15 | b 8-15] */
+  _mm256_storeu_si256((__m256i *)out, _mm256_permute2x128_si256(v0, v1, 0x20));
+  _mm256_storeu_si256((__m256i *)(out + NVFP4_BLOCK), _mm256_permute2x128_si256(v0, v1, 0x31));
+}
+
 static AVX2 void dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales,
                               uint16_t *out) {
   switch (rec) {
@@ -116,8 +157,14 @@ static AVX2 void dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values
         fp8_block(values + s * MXFP8_BLOCK, MXFP8_BLOCK, scales[s], fnuz, out + s * MXFP8_BLOCK);
       return;
     case DSV4KV_RECORD_NVFP4:
-      for (int s = 0; s < NVFP4_NUM_SCALES; s++)
-        nvfp4_block(values + s * NVFP4_BLOCK / 2, scales[s], out + s * NVFP4_BLOCK);
+      for (int s = 0; s < NVFP4_NUM_SCALES; s += 2) {
+        if ((scales[s] & 0x7F) == 0x7F || (scales[s + 1] & 0x7F) == 0x7F) { /* a NaN scale: one at a time */
+          nvfp4_block(values + s * NVFP4_BLOCK / 2, scales[s], out + s * NVFP4_BLOCK);
+          nvfp4_block(values + (s + 1) * NVFP4_BLOCK / 2, scales[s + 1], out + (s + 1) * NVFP4_BLOCK);
+        } else {
+          nvfp4_blocks2(values + s * NVFP4_BLOCK / 2, scales + s, out + s * NVFP4_BLOCK);
+        }
+      }
       return;
     case DSV4KV_RECORD_INDEXER_FP8:
     case DSV4KV_RECORD_INDEXER_MXFP4:
