@@ -26,14 +26,16 @@ static inline AVX2 __m256i mag16(__m256i h) { return _mm256_and_si256(h, _mm256_
 
 /* fp8 codes of 16 values x * 2^-e from their bf16 bits h (16-bit lanes),
  * for |x| >= 2^(1 - B + e), B the flavour's exponent bias (normal codes):
- * codes8's rounding on the high half (x * 2^-e is exact), the exponent
- * moved by bias = (127 + e - B) << 3. */
-static inline AVX2 __m256i fp8_codes16(__m256i h, __m256i bias) {
-  const __m256i m = mag16(h);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(m, 4), _mm256_set1_epi16(1));
-  const __m256i r = _mm256_srli_epi16(_mm256_add_epi16(m, _mm256_add_epi16(lsb, _mm256_set1_epi16(7))), 4);
-  return _mm256_or_si256(_mm256_sub_epi16(r, bias), _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
+ * codes8's rounding on the high half (x * 2^-e is exact), with the exponent
+ * moved in the same add: k = fp8_codes16_k(e, B) = 7 - ((127 + e - B) << 7)
+ * (the magnitude stays above -k, so the sum is the code << 4 plus the
+ * dropped bits). */
+static inline AVX2 __m256i fp8_codes16(__m256i h, __m256i k) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi16(h, 4), _mm256_set1_epi16(1));
+  const __m256i r = _mm256_srli_epi16(_mm256_add_epi16(_mm256_add_epi16(mag16(h), lsb), k), 4);
+  return _mm256_or_si256(r, _mm256_and_si256(_mm256_srli_epi16(h, 8), _mm256_set1_epi16(0x80)));
 }
+static inline int16_t fp8_codes16_k(int e, int bias) { return (int16_t)(7 - (127 + e - bias) * 128); }
 
 /* fp8 codes of 8 values y = bits-as-fp32 * inv (|y| <= the max, no NaN). */
 static inline AVX2 __m256i codes8(__m256i bits, __m256 inv, int fnuz) {

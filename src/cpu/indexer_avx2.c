@@ -114,7 +114,7 @@ AVX2 int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, c
   /* finite: |x| * inv <= the max (the scale bounds amax), no clamp (codes8) */
   const float inv = fp8_scale_fast(f32_from_bits(bits << 16), fnuz, scale, ue);
   const int e = (int)(f32_bits(*scale) >> 23) - 127, b = fnuz ? 8 : 7;
-  const __m256i bias = _mm256_set1_epi16((int16_t)((127 + e - b) << 3));
+  const __m256i rebias = _mm256_set1_epi16(fp8_codes16_k(e, b));
   const __m256i low = _mm256_set1_epi16((int16_t)(((128 - b + e) << 7) - 1)); /* below: subnormal codes */
   __m256i c[2];
   for (int p = 0; p < 8; p++) {
@@ -124,7 +124,7 @@ AVX2 int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, c
       const __m256 v = _mm256_set1_ps(inv);
       c[p & 1] = _mm256_or_si256(codes8(re, v, fnuz), _mm256_slli_epi32(codes8(ro, v, fnuz), 16));
     } else {
-      c[p & 1] = fp8_codes16(h[p], bias);
+      c[p & 1] = fp8_codes16(h[p], rebias);
     }
     if (p & 1) /* dims 16 (p - 1) .. 16 p + 15 */
       _mm256_storeu_si256((__m256i *)(codes + 16 * (p - 1)),

@@ -54,15 +54,12 @@ static AVX2 void fp8_block(const uint16_t *x, int n, int fnuz, uint8_t *codes, u
 }
 
 /* The largest magnitude of n (32 or 64) bf16 values at x, as fp32 bits, one
- * candidate a lane (the max over lanes is the block's). */
+ * candidate a lane (the max over lanes is the block's): the magnitudes' bf16
+ * bits maxed on 16 lanes, then each 32-bit lane's two halves as fp32 bits. */
 static inline AVX2 INLINE __m256i block_max_lanes(const uint16_t *x, int n) {
-  __m256i m = _mm256_setzero_si256();
-  for (int i = 0; i < n / 16; i++) {
-    const __m256i z = _mm256_loadu_si256((const __m256i *)(x + 16 * i));
-    m = _mm256_max_epu32(m, _mm256_max_epu32(_mm256_and_si256(_mm256_slli_epi32(z, 16), _mm256_set1_epi32(0x7FFFFFFF)),
-                                             _mm256_and_si256(z, _mm256_set1_epi32(0x7FFF0000))));
-  }
-  return m;
+  __m256i m = mag16(_mm256_loadu_si256((const __m256i *)x));
+  for (int i = 1; i < n / 16; i++) m = _mm256_max_epu16(m, mag16(_mm256_loadu_si256((const __m256i *)(x + 16 * i))));
+  return _mm256_max_epu32(_mm256_slli_epi32(m, 16), _mm256_and_si256(m, _mm256_set1_epi32((int)0xFFFF0000u)));
 }
 
 /* m[b]'s largest lane in lane b (8 blocks' candidates, unsigned): a
@@ -99,11 +96,11 @@ static inline AVX2 INLINE void fp8_blocks8(const uint16_t *x, int nb, int n, int
   _mm_storel_epi64((__m128i *)sb, _mm_packus_epi16(b16, b16));
   memcpy(scale_bytes, sb, (size_t)nb);
   const __m256 inv8 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_sub_epi32(_mm256_set1_epi32(127), e), 23));
-  /* fp8_codes16's rebias and the smallest magnitude with a normal code, in both 16-bit halves */
+  /* fp8_codes16's k (fp8_codes16_k) and the smallest magnitude with a normal code, in both 16-bit halves */
   const int B = fnuz ? 8 : 7;
-  const __m256i bias32 = _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127 - B)), 3);
+  const __m256i bias32 = _mm256_sub_epi32(_mm256_set1_epi32(7), _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127 - B)), 7));
   const __m256i low32 = _mm256_sub_epi32(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(128 - B)), 7), _mm256_set1_epi32(1));
-  const __m256i bias8 = _mm256_or_si256(bias32, _mm256_slli_epi32(bias32, 16));
+  const __m256i bias8 = _mm256_or_si256(_mm256_and_si256(bias32, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(bias32, 16));
   const __m256i low8 = _mm256_or_si256(low32, _mm256_slli_epi32(low32, 16));
   for (int b = 0; b < nb; b++) {
     const __m256i lane = _mm256_set1_epi32(b);
