@@ -134,13 +134,15 @@ int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t 
 
 /* AVX2 + F16C + FMA path (src/cpu/gather_avx2.c), for processors without
  * AVX-512: whether the processor runs it, and the gather's record
- * dequantization (record_dequant_ref's bytes). */
+ * dequantization (record_dequant_ref's bytes); nt as record_dequant_avx512's
+ * (out 32-byte aligned). */
 int cpu_avx2_supported(void);
-void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out);
+void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out,
+                         int nt);
 /* The V4 / MXFP8 / NVFP4 inserts on that path (src/cpu/insert_avx2.c): returns 0
  * (nothing written) for the indexer records (and a NVFP4 record holding a
- * NaN), which take the scalar code. */
-int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales);
+ * NaN), which take the scalar code; nt as record_quant_avx512's (V4 only). */
+int record_quant_avx2(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t *values, uint8_t *scales, int nt);
 
 /* The index builders on that path (src/cpu/index_avx512.c): one row,
  * byte-identical to the scalar row; 0 when the scalar row must write it

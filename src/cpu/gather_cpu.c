@@ -54,7 +54,7 @@ static void gather_token(const gather_job *j, int64_t r, int64_t g) {
   }
   switch (j->path) {
     case CPU_PATH_AVX512: record_dequant_avx512(c->record, j->fnuz, values, scales, dst, j->nt); break;
-    case CPU_PATH_AVX2: record_dequant_avx2(c->record, j->fnuz, values, scales, dst); break;
+    case CPU_PATH_AVX2: record_dequant_avx2(c->record, j->fnuz, values, scales, dst, j->nt); break;
     case CPU_PATH_SCALAR: record_dequant_ref(c->record, j->fnuz, values, scales, dst); break;
   }
 }
@@ -118,8 +118,11 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
   /* Outputs far larger than the caches go straight to memory: a normal
    * store first reads each line it fills (1024 bytes read for the 1024
    * written, beside the record's 288-584).  Smaller outputs stay cached for
-   * the attention that reads them next. */
-  job.nt = job.path == CPU_PATH_AVX512 && (double)total * 1024.0 > cpu_nt_min_bytes() &&
+   * the attention that reads them next.  On a Zen 3 (avx2, 2 threads, 64 x
+   * 16384) streaming took V4 from 58.8 to 53.5 ms, MXFP8 62.1 -> 58.5,
+   * NVFP4 60.5 -> 57.4 (bench/results/cpu.md, seventh session). */
+  const int nt_path = job.path != CPU_PATH_SCALAR;
+  job.nt = nt_path && (double)total * 1024.0 > cpu_nt_min_bytes() &&
            (uintptr_t)a->out.data % 64 == 0 && a->out.stride[0] % 32 == 0 && a->out.stride[1] % 32 == 0 && /* 64 bytes */
            a->offset >= 0;
   cpu_chunks_init(&job.chunks, total, GATHER_CHUNK);

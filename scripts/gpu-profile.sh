@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Nsight Compute profiles of the large-size kernels, for bench/NOTES-gpu.md:
+# where the inserts' and the indexer store's time goes.  Run after
+# scripts/gpu-check.sh (any mode) has built build-gpu/ in the same command, so
+# that its dependencies are unpacked.  Writes to $OUT (or build-gpu/out/):
+#   durations.csv  every mark / insert / indexer kernel's duration, grid and
+#                  block, one launch of each launch configuration (the mark
+#                  kernels timed apart from the op);
+#   stalls-OP.txt  the op kernel's speed of light, occupancy, warp states
+#                  (stall reasons) and memory tables at each launch size;
+#   sass-OP.csv    the same kernel's stall samples by SASS instruction.
+# ncu runs with --clock-control none (the clocks left as they are) and its
+# default cache control (L2 flushed before each profiled kernel: cold figures,
+# a little slower than the bench's).
+#   usage: scripts/gpu-profile.sh [insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 ...]
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 2
+B=build-gpu
+[ -x "$B/dsv4kv" ] || { echo "gpu-profile: no $B/dsv4kv (run scripts/gpu-check.sh first)" >&2; exit 2; }
+dest=${OUT:-$B/out}
+mkdir -p "$dest"
+prefix=/tmp/dsv4kv-deps-$(id -u)/usr
+[ -d "$prefix" ] && export LD_LIBRARY_PATH="$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+ncu=(ncu --clock-control none --filter-mode per-launch-config)
+fast=(--min-runs 1 --min-seconds 0)
+ops=${*:-insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 indexer_mxfp4}
+fail=0
+for op in $ops; do
+  case $op in
+    insert_*) args=(--op insert --record "${op#insert_}" --sizes large) kernel=${op}_kernel ;;
+    indexer_*) args=(--op indexer --record "${op#indexer_}" --sizes prefill) kernel=${op}_kernel ;;
+    *) echo "gpu-profile: unknown op '$op'" >&2; exit 2 ;;
+  esac
+  echo "== $op: durations"
+  "${ncu[@]}" -c 1 -k "regex:mark_|$kernel\$" --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread \
+    --csv --page raw "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/durations-$op.csv" 2>"$dest/ncu-$op.err" || fail=1
+  grep -v '^==' "$dest/durations-$op.csv" | cut -d, -f5,12- | head -n 12
+  echo "== $op: warp states"
+  "${ncu[@]}" -c 1 -k "regex:$kernel\$" --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis_Tables \
+    "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/stalls-$op.txt" 2>>"$dest/ncu-$op.err" || fail=1
+  grep -E 'Duration|Grid Size|Registers|Achieved Occupancy|Memory Throughput|DRAM Throughput|Compute \(SM\)|Warp Cycles Per Issued|Issued Warp|No Eligible|Stall|stall' \
+    "$dest/stalls-$op.txt" | head -n 60
+  "${ncu[@]}" -c 1 -k "regex:$kernel\$" --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+    "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/sass-$op.csv" 2>>"$dest/ncu-$op.err" || fail=1
+done
+exit $fail
