@@ -108,11 +108,17 @@ static inline AVX2 INLINE void fp8_blocks8(const uint16_t *x, int nb, int n, int
   const int B = fnuz ? 8 : 7;
   const __m256i bias32 = _mm256_sub_epi32(_mm256_set1_epi32(7), _mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127 - B)), 7));
   const __m256i low32 = _mm256_sub_epi32(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(128 - B)), 7), _mm256_set1_epi32(1));
-  const __m256i bias8 = _mm256_or_si256(_mm256_and_si256(bias32, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(bias32, 16));
-  const __m256i low8 = _mm256_or_si256(low32, _mm256_slli_epi32(low32, 16));
+  /* each block's two constants broadcast from memory below, a load each
+   * (against two lane permutes a block, on a Zen 3: a cache-resident row
+   * MXFP8 100 -> 92.5 ns, V4 79 -> 73; 524288 rows, 1 thread, MXFP8 69.6
+   * -> 67.2 ms, V4 52.0 -> 48.6) */
+  uint32_t kb[2][8];
+  _mm256_storeu_si256((__m256i *)kb[0],
+                      _mm256_or_si256(_mm256_and_si256(bias32, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(bias32, 16)));
+  _mm256_storeu_si256((__m256i *)kb[1], _mm256_or_si256(low32, _mm256_slli_epi32(low32, 16)));
   for (int b = 0; b < nb; b++) {
     const __m256i lane = _mm256_set1_epi32(b);
-    const __m256i bias = _mm256_permutevar8x32_epi32(bias8, lane), low = _mm256_permutevar8x32_epi32(low8, lane);
+    const __m256i bias = _mm256_set1_epi32((int)kb[0][b]), low = _mm256_set1_epi32((int)kb[1][b]);
     for (int i = 0; i < n / 16; i += 2) {
       const __m256i z0 = _mm256_loadu_si256((const __m256i *)(x + n * b + 16 * i));
       const __m256i z1 = _mm256_loadu_si256((const __m256i *)(x + n * b + 16 * i + 16));
