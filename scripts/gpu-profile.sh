@@ -8,7 +8,10 @@
 #                  kernels timed apart from the op);
 #   stalls-OP.txt  the op kernel's speed of light, occupancy, warp states
 #                  (stall reasons) and memory tables at each launch size;
-#   sass-OP.csv    the same kernel's stall samples by SASS instruction.
+#   sass-OP.csv    the same kernel's stall samples by SASS instruction;
+#   summary-OP.txt the durations and, for the largest launch, the stall
+#                  samples by reason and the SASS lines that hold the most
+#                  (scripts/ncu_summary.py).
 # ncu runs with --clock-control none (the clocks left as they are) and its
 # default cache control (L2 flushed before each profiled kernel: cold figures,
 # a little slower than the bench's).
@@ -23,6 +26,7 @@ mkdir -p "$dest"
 prefix=/tmp/dsv4kv-deps-$(id -u)/usr
 [ -d "$prefix" ] && export LD_LIBRARY_PATH="$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 ncu=(ncu --clock-control none --filter-mode per-launch-config)
+"${ncu[0]}" --version | tail -n 1 | tee "$dest/ncu-version.txt"
 fast=(--min-runs 1 --min-seconds 0)
 ops=${*:-insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 indexer_mxfp4}
 fail=0
@@ -35,7 +39,7 @@ for op in $ops; do
   echo "== $op: durations"
   "${ncu[@]}" -c 1 -k "regex:mark_|$kernel\$" --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread \
     --csv --page raw "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/durations-$op.csv" 2>"$dest/ncu-$op.err" || fail=1
-  grep -v '^==' "$dest/durations-$op.csv" | cut -d, -f5,12- | head -n 12
+  python3 scripts/ncu_summary.py durations "$dest/durations-$op.csv" | tee "$dest/summary-$op.txt"
   echo "== $op: warp states"
   "${ncu[@]}" -c 1 -k "regex:$kernel\$" --section SpeedOfLight --section Occupancy --section LaunchStats \
     --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis_Tables \
@@ -44,5 +48,6 @@ for op in $ops; do
     "$dest/stalls-$op.txt" | head -n 60
   "${ncu[@]}" -c 1 -k "regex:$kernel\$" --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
     "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/sass-$op.csv" 2>>"$dest/ncu-$op.err" || fail=1
+  python3 scripts/ncu_summary.py stalls "$dest/sass-$op.csv" | tee -a "$dest/summary-$op.txt"
 done
 exit $fail

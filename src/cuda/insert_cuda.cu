@@ -169,7 +169,12 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
  * H200, a 2-row software pipeline at 64 registers and 32 warps ran 10-15 %
  * slower than one row a warp, and the per-record kernels at 48 registers
  * (40 warps) 5-15 % slower than at 40 (bench/NOTES-gpu.md). */
-enum { INSERT_MIN_BLOCKS = 6 }; /* resident blocks: at most 40 registers a thread */
+#ifndef DSV4KV_INSERT_MIN_BLOCKS /* -D for A/B runs of other register budgets (scripts/gpu-ab.sh) */
+#define DSV4KV_INSERT_MIN_BLOCKS 6
+#endif
+/* resident blocks of 256 threads: 6 = at most 40 registers a thread (8 = 32:
+ * V4 and NVFP4 the same, MXFP8 3-6 % slower, bench/NOTES-gpu.md run 24) */
+enum { INSERT_MIN_BLOCKS = DSV4KV_INSERT_MIN_BLOCKS };
 /* Threads a block past DEDUP_SHARED_ROWS rows (the duplicate scan's blocks
  * keep CUDA_BLOCK, the row arithmetic of cuda_common.cuh's scan): 2-3 %
  * faster than 256 at >= 64k rows, as fast as 64 (bench/NOTES-gpu.md run 14). */
