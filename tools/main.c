@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "dsv4kv.h"
 #include "plot.h"
+#include "dsv4kv_git_commit.h" /* DSV4KV_GIT_COMMIT, when known: generated at each build (cmake/git_commit.cmake) */
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -25,7 +26,7 @@ static void usage_version(FILE *f) {
           "usage: dsv4kv version   (also dsv4kv --version, dsv4kv -V)\n"
           "\n"
           "Prints the version of the library actually loaded (dsv4kv_version()), the git\n"
-          "commit the build was configured at when known, the header's version when\n"
+          "commit the build was made from when known, the header's version when\n"
           "it differs from the library's, the CPU kernel paths this processor runs (the one\n"
           "in use: DSV4KV_CPU_PATH=NAME picks another) and the backends that can run here.\n");
 }
@@ -39,7 +40,7 @@ const char *cli_git_commit(void) {
 }
 
 /* The library's run-time version (the one actually loaded), the commit the
- * build was configured at when known, and the header's when it differs. */
+ * build was made from when known, and the header's when it differs. */
 static int print_version(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
