@@ -7,7 +7,7 @@ int cmd_verify(int argc, char **argv); /* tools/verify.c */
 int cmd_run(int argc, char **argv);    /* tools/run.c    */
 int cmd_bench(int argc, char **argv);  /* tools/bench.c  */
 
-/* The commit the build was configured at, or NULL (tools/main.c). */
+/* The commit the build was made from, or NULL (tools/main.c). */
 const char *cli_git_commit(void);
 
 #endif
