@@ -14,6 +14,16 @@
  * branches on it go, and vector constants are built once, not a call. */
 #define INLINE __attribute__((always_inline))
 
+/* A 32-byte store, non-temporal when nt (p then 32-byte aligned): outputs
+ * far larger than the caches skip the read for ownership of whole lines
+ * (the callers say when, cpu_nt_min_bytes). */
+static inline AVX2 INLINE void store32(void *p, __m256i v, int nt) {
+  if (nt)
+    _mm256_stream_si256((__m256i *)p, v);
+  else
+    _mm256_storeu_si256((__m256i *)p, v);
+}
+
 /* The low byte of each of v's 32-bit lanes, in order, in the low 8 bytes. */
 static inline AVX2 __m128i low_bytes8(__m256i v) {
   const __m256i y = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,

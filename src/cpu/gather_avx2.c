@@ -16,12 +16,12 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include "cpu/avx2.h"
 #include "formats/ref.h"
 
-#define AVX2 __attribute__((target("avx2,f16c,fma")))
-/* Inlined into each of dequant_avx2's two forms (nt 0 and 1): a call a
- * block made the MXFP8 gather ~25 % slower. */
-#define AVX2_INLINE static inline __attribute__((always_inline)) AVX2
+/* The block helpers are inlined into each of dequant_avx2's two forms (nt 0
+ * and 1): left as a call a block, the MXFP8 gather ran ~25 % slower. */
+#define AVX2_INLINE static inline AVX2 INLINE
 
 /* 8 fp32 -> bf16 as f32_to_bf16 (RNE, NaN -> 0x7FFF), in the low 16 bits of
  * 32-bit lanes. */
@@ -31,15 +31,6 @@ static AVX2 __m256i bf16x8(__m256 f) {
   const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(f, f, _CMP_UNORD_Q));
   return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FFF), nan);
-}
-
-/* A 32-byte output store, non-temporal when nt (out then 32-byte aligned:
- * cpu_gather says when). */
-static inline AVX2 void store32(uint16_t *out, __m256i v, int nt) {
-  if (nt)
-    _mm256_stream_si256((__m256i *)out, v);
-  else
-    _mm256_storeu_si256((__m256i *)out, v);
 }
 
 /* 16 fp32 (two vectors) -> 16 bf16 at out. */

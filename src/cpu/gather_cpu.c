@@ -121,8 +121,7 @@ dsv4kv_status cpu_gather(const gather_args *a, const exec_opts *o, dsv4kv_report
    * the attention that reads them next.  On a Zen 3 (avx2, 2 threads, 64 x
    * 16384) streaming took V4 from 58.8 to 53.5 ms, MXFP8 62.1 -> 58.5,
    * NVFP4 60.5 -> 57.4 (bench/results/cpu.md, seventh session). */
-  const int nt_path = job.path != CPU_PATH_SCALAR;
-  job.nt = nt_path && (double)total * 1024.0 > cpu_nt_min_bytes() &&
+  job.nt = job.path != CPU_PATH_SCALAR && (double)total * 1024.0 > cpu_nt_min_bytes() &&
            (uintptr_t)a->out.data % 64 == 0 && a->out.stride[0] % 32 == 0 && a->out.stride[1] % 32 == 0 && /* 64 bytes */
            a->offset >= 0;
   cpu_chunks_init(&job.chunks, total, GATHER_CHUNK);

@@ -73,14 +73,6 @@ static inline AVX2 INLINE __m256i max_of_lanes8(const __m256i *m) {
   return _mm256_max_epu32(_mm256_permute2x128_si256(y[0], y[1], 0x20), _mm256_permute2x128_si256(y[0], y[1], 0x31));
 }
 
-/* A 32-byte store of codes, non-temporal when nt (then 32-byte aligned). */
-static inline AVX2 INLINE void store32(uint8_t *p, __m256i v, int nt) {
-  if (nt)
-    _mm256_stream_si256((__m256i *)p, v);
-  else
-    _mm256_storeu_si256((__m256i *)p, v);
-}
-
 /* nb (<= 8) fp8 blocks of n values at x: codes[nb * n] and scale_bytes[nb].
  * The blocks' maxima and UE8M0 scales on 8 lanes (fp8_block's arithmetic:
  * the exponent by ceil_log2_ratio_175, 2^-e from its bits; the floor keeps
