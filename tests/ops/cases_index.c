@@ -12,8 +12,10 @@ static int32_t r32(rng_t *r, int64_t lo, int64_t hi) { return (int32_t)ops_rr(r,
  * such rows when they are unpadded). */
 /* G_WIDE: block tables of 7 to 150 columns (the CPU's AVX-512 rows hold up
  * to 32 or 64 columns in registers and gather past that; the others have 1
- * to 6). */
-enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64, G_WIDE = 128 };
+ * to 6).  G_SPREAD: a row's pages spread over 65535, 65536 or 2^20 from a
+ * least page, negative in half the rows (the AVX2 rows hold pages within 65536 of
+ * the least as 16-bit offsets, others as 32-bit entries). */
+enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64, G_WIDE = 128, G_SPREAD = 256 };
 
 static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   int v = cs->p[0];
@@ -22,6 +24,11 @@ static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   int64_t T = (v & G_BIG) ? 600 : ops_rr(r, 1, 40), K = (v & G_BIG) ? 64 : ops_rr(r, 1, 70);
   if (v & G_ROWS4) K = 4 * ops_rr(r, 1, (v & G_BIG) ? 300 : 40);
   int64_t R = ops_rr(r, 1, 4), P = (v & G_WIDE) ? ops_rr(r, 7, 150) : ops_rr(r, 1, 6), pad = (v & G_PAD) ? 3 : 0;
+  if (v & G_SPREAD) { /* every span in each instance, block sizes the SIMD rows take (powers of 2) */
+    static const int32_t pow2[] = {1, 16, 64, 128};
+    R = ops_rr(r, 3, 6), P = cs->p[1] ? cs->p[1] : P, bs = pow2[rng_below(r, 4)], T = ops_rr(r, 16, 40);
+    K = ops_rr(r, 40, 200); /* whole vectors and a tail */
+  }
   in->lead = (v & G_LEAD) ? OPS_GUARD : 0;
   ops_tensor *topk = ops_new2(in, "topk_indices", dt_i32(), T, K, pad, 0);
   int64_t ts[1] = {T}, tst[1] = {2};
@@ -30,9 +37,16 @@ static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   ops_tensor *valid = ops_new(in, "is_valid_token", (v & G_U8) ? dt_u8() : dt_bool(), 1, ts, NULL, 0);
   ops_tensor *gout = ops_new2(in, "global_out", dt_i32(), T, K, pad, 1);
   ops_tensor *lout = ops_new(in, "lens_out", dt_i32(), 1, ts, NULL, 1);
-  for (int64_t i = 0; i < R; i++)
+  for (int64_t i = 0; i < R; i++) {
+    static const int32_t spans[] = {65535, 65536, 1 << 20};
+    const int32_t least = rng_below(r, 2) ? r32(r, -70000, -1) : r32(r, 0, 100000), span = spans[i % 3];
     for (int64_t j = 0; j < P; j++)
       OPS_I32(bt, i, j) = (v & G_WRAP) ? r32(r, INT32_MAX / bs - 8, INT32_MAX) : r32(r, 0, 4999);
+    if (v & G_SPREAD) { /* the least and the greatest page both present */
+      for (int64_t j = 0; j < P; j++) OPS_I32(bt, i, j) = least + r32(r, 0, span);
+      OPS_I32(bt, i, r32(r, 0, P - 1)) = least, OPS_I32(bt, i, r32(r, 0, P - 1)) = least + span;
+    }
+  }
   for (int64_t t = 0; t < T; t++) {
     OPS_I32(t2r, t, 0) = r32(r, 0, R - 1);
     if ((v & G_SKIP) && rng_below(r, 8) == 0) {
@@ -157,7 +171,11 @@ enum { F_COMP = 1, F_LENS = 2, F_VALID = 4, F_LOCAL = 8, F_CBT = 16, F_SPAN = 32
 /* FV_W4: S, Dk and the prefill width multiples of 4 (16-byte aligned rows). */
 /* FV_WIDE: rows of hundreds of entries (positions past 1000, top-k up to 300,
  * S up to 150), wider than a block's threads hold at once on the GPU. */
-enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32, FV_W4 = 64, FV_WIDE = 128 };
+/* FV_TABLE: block sizes powers of 2, top-k of 8 to 60, and the tables' rows
+ * spread over 65535, 65536 or 2^20 pages from a least, negative in half the rows
+ * (the AVX2 rows' tables in registers, global top-k's G_SPREAD). */
+enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32, FV_W4 = 64, FV_WIDE = 128,
+       FV_TABLE = 256 };
 
 typedef struct {
   int32_t D, P, R, S, Dk, Wp, Rs, Ps, Rc, Pc;
@@ -172,7 +190,7 @@ static void fi_requests(rng_t *r, int fv, fi_shape *z, int32_t *qsl, int32_t *se
   for (int32_t i = 0; i < z->R; i++) {
     int32_t ql = i < Dq ? 1 : (fv & FV_BIG) ? r32(r, 40, 60) : r32(r, 1, 6);
     qsl[i + 1] = qsl[i] + ql;
-    seq[i] = ql + r32(r, 0, (fv & FV_WIDE) ? 1300 : 60);
+    seq[i] = ql + ((fv & FV_TABLE) ? r32(r, 200, 600) : r32(r, 0, (fv & FV_WIDE) ? 1300 : 60)); /* TABLE: full top-k */
     replay[i] = r32(r, 0, seq[i] - ql);
   }
   z->D = Dq;
@@ -185,6 +203,18 @@ static void fi_fill(ops_tensor *x, rng_t *r, int64_t lo, int64_t hi, int neg_one
       OPS_I32(x, i, j) = neg_one && rng_below(r, 6) == 0 ? -1 : r32(r, lo, hi);
 }
 
+/* FV_TABLE's block tables: row i's pages over spans[i % 3] from its least,
+ * both ends present. */
+static void fi_spread(ops_tensor *bt, rng_t *r) {
+  static const int32_t spans[] = {65535, 65536, 1 << 20};
+  if (!bt) return;
+  for (int64_t i = 0; i < bt->shape[0]; i++) {
+    const int32_t least = rng_below(r, 2) ? r32(r, -70000, -1) : r32(r, 0, 100000), span = spans[i % 3], P = (int32_t)bt->shape[1];
+    for (int64_t j = 0; j < P; j++) OPS_I32(bt, i, j) = least + r32(r, 0, span);
+    OPS_I32(bt, i, r32(r, 0, P - 1)) = least, OPS_I32(bt, i, r32(r, 0, P - 1)) = least + span;
+  }
+}
+
 static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   int f = cs->p[0], fv = cs->p[1];
   dsv4kv_flashinfer_args *a = &in->fi;
@@ -194,15 +224,19 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   a->window_size = (fv & FV_WIDE) ? r32(r, 100, 140) : r32(r, 1, 16);
   z.S = a->window_size + r32(r, 0, (fv & FV_WIDE) ? 12 : 4);
   a->swa_block_size = r32(r, 1, 16), a->compressed_block_size = r32(r, 1, 16);
+  if (fv & FV_TABLE) a->swa_block_size = 1 << r32(r, 0, 4), a->compressed_block_size = 1 << r32(r, 1, 4);
   a->swa_block_span = (f & F_SPAN) ? a->swa_block_size + r32(r, 0, 8) : 0;
   a->compressed_block_span = (f & F_SPAN) ? a->compressed_block_size + r32(r, 0, 8) : 0;
   a->compress_ratio = (f & F_CR) ? (int32_t)(rng_below(r, 2) ? 4 : 128) : 0;
   a->topk = (f & F_CR) ? r32(r, 1, (fv & FV_WIDE) ? 300 : 30) : r32(r, 0, 3);
+  if (fv & FV_TABLE) a->topk = r32(r, 8, 60);
   a->decode_compressed_indices_are_local = (f & F_LOCAL) != 0;
   z.Dk = (f & F_COMP) ? r32(r, 1, (fv & FV_WIDE) ? 300 : 33) : 0;
   z.Wp = (fv & FV_WIDE) ? r32(r, 200, 320) : r32(r, 1, 40);
+  if (fv & FV_TABLE) z.Wp = a->topk + r32(r, 0, 8), z.Dk = (f & F_COMP) ? r32(r, 8, 60) : 0; /* rows the tables take */
   if (fv & FV_W4) z.S = (z.S + 3) / 4 * 4, z.Dk = (z.Dk + 3) / 4 * 4, z.Wp = (z.Wp + 3) / 4 * 4;
-  const int32_t reach = (fv & FV_WIDE) ? 1400 : 70; /* the positions the tables cover */
+  /* the positions the tables cover (TABLE: 3 to 127 columns of 2 to 16 positions) */
+  const int32_t reach = (fv & FV_WIDE) ? 1400 : (fv & FV_TABLE) ? r32(r, 40, 250) : 70;
   z.Rs = z.R, z.Ps = reach / a->swa_block_size + 2;
   z.Rc = z.R, z.Pc = reach / a->compressed_block_size + 2;
   if (fv & FV_SKIP) z.Ps = r32(r, 1, 3), z.Pc = r32(r, 1, 3), z.Rc = z.R > 1 ? z.R - 1 : 1;
@@ -232,6 +266,7 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   fi_fill(ptopk, r, 0, (int64_t)Pc * cbs - 1 + ((fv & FV_SKIP) ? 2 * cbs : 0), 1);
   fi_fill(sbt, r, 0, 199, 0);
   if (cbt) fi_fill(cbt, r, 0, 199, 0);
+  if (fv & FV_TABLE) fi_spread(sbt, r), fi_spread(cbt, r);
   for (int32_t i = 0; i <= z.R; i++) OPS_I32(q, i, 0) = qsl[i];
   for (int32_t i = 0; i < z.R; i++) OPS_I32(sl, i, 0) = seq[i], OPS_I32(rp, i, 0) = replay[i];
   for (int32_t i = 0; i < z.R; i++)
@@ -312,9 +347,15 @@ void ops_register_index(ops_list *l) {
       {G_WRAP, "int32_wrap"}, {G_BIG, "big"}, {G_BIG | G_SKIP | G_PAD, "big_skips_padded"},
       {G_ROWS4, "rows4"}, {G_ROWS4 | G_SKIP | G_LEAD, "rows4_skips"}, {G_ROWS4 | G_WRAP | G_U8, "rows4_int32_wrap"},
       {G_ROWS4 | G_BIG | G_SKIP, "rows4_big_skips"}, {G_WIDE, "wide_table"}, {G_WIDE | G_SKIP | G_PAD, "wide_table_skips"},
-      {G_WIDE | G_ROWS4 | G_SKIP, "wide_table_rows4_skips"}};
+      {G_WIDE | G_ROWS4 | G_SKIP, "wide_table_rows4_skips"}, {G_WIDE | G_SPREAD, "wide_table_spread"},
+      {G_WIDE | G_SPREAD | G_SKIP | G_PAD, "wide_table_spread_skips_padded"}, {G_SPREAD | G_SKIP, "spread_skips"}};
   for (size_t i = 0; i < sizeof gt / sizeof gt[0]; i++)
     ops_add(l, OPCALL_GLOBAL_TOPK, gen_global_topk, ref_global_topk_case, gt[i].v, 0, 0, 0, "global_topk_%s", gt[i].n);
+  /* table widths at the AVX2 rows' register boundaries (8 columns a register) */
+  static const int32_t widths[] = {8, 31, 32, 33, 57, 64, 65};
+  for (int i = 0; i < 7; i++)
+    ops_add(l, OPCALL_GLOBAL_TOPK, gen_global_topk, ref_global_topk_case, G_SPREAD, widths[i], 0, 0,
+            "global_topk_spread_p%d", widths[i]);
   static const int32_t crs[] = {0, 1, 4, 128};
   for (int i = 0; i < 4; i++) {
     int32_t cr = crs[i], k = cr ? 2 + 9 * i : 5;
@@ -336,6 +377,16 @@ void ops_register_index(ops_list *l) {
   for (int f = 0; f < 128; f++) /* every flag combination */
     ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, f, 0, 0, 0, "flashinfer_%s",
             fi_flag_name(f, fl, sizeof fl));
+  static const int tf[] = {F_COMP | F_LOCAL | F_CBT | F_CR, F_CBT | F_CR | F_SPAN, F_COMP | F_LOCAL | F_VALID | F_CR,
+                           F_CR, F_COMP | F_LOCAL | F_LENS | F_CBT | F_SPAN};
+  for (int i = 0; i < 5; i++) {
+    ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, tf[i], FV_TABLE, 0, 0, "flashinfer_table_%s",
+            fi_flag_name(tf[i], fl, sizeof fl));
+    ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, tf[i], FV_TABLE | FV_SKIP, 0, 0,
+            "flashinfer_table_skips_%s", fi_flag_name(tf[i], fl, sizeof fl));
+    ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, tf[i], FV_TABLE | FV_BIG, 0, 0,
+            "flashinfer_table_big_%s", fi_flag_name(tf[i], fl, sizeof fl));
+  }
   static const struct { int f, v; const char *n; } fv[] = {
       {F_COMP | F_LENS, FV_DECODE, "decode_only"}, {F_COMP | F_LOCAL | F_VALID, FV_DECODE, "decode_only_local"},
       {F_CR | F_CBT, FV_PREFILL, "prefill_only"},   {F_COMP | F_LOCAL | F_CR | F_CBT, FV_SKIP, "skips_local"},
