@@ -162,6 +162,10 @@ int index_avx512_ok_flashinfer(const flashinfer_args *a, int swa_shift, int c_sh
  * under the same preconditions (index_avx512_ok_*: checks of the views). */
 int global_topk_row_avx2(const global_topk_args *a, int64_t t, int shift);
 int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift);
+/* combine's row on the SIMD paths (src/cpu/index_avx2.c; AVX-512 machines
+ * take it too): out[j] = wrap32(topk[j] + mr) for j < topk_len, then
+ * out[topk_len + j] = wrap32(first + j) for j < swa_len; contiguous rows. */
+void combine_row_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first, int64_t swa_len);
 
 /* The indexer store on that path (src/cpu/indexer_avx512.c): the row's sum
  * of squares (indexer_sum_squares_ref's value), and RMSNorm + RoPE + the FP8

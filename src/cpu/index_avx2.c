@@ -355,12 +355,37 @@ static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, 
   return 1;
 }
 
+/* combine_row_avx2 (cpu.h): whole vectors by adds, the tails by scalars
+ * (Zen 2 / 3 run masked stores as microcode). */
+static AVX2 void combine_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first,
+                              int64_t swa_len) {
+  const uint32_t m32 = (uint32_t)(uint64_t)mr, f32 = (uint32_t)(uint64_t)first;
+  const __m256i m = _mm256_set1_epi32((int32_t)m32);
+  int64_t j = 0;
+  for (; j + 8 <= topk_len; j += 8)
+    _mm256_storeu_si256((__m256i *)(out + j), _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(topk + j)), m));
+  for (; j < topk_len; j++) out[j] = (int32_t)((uint32_t)topk[j] + m32);
+  int32_t *w = out + topk_len;
+  __m256i v = _mm256_add_epi32(_mm256_set1_epi32((int32_t)f32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (j = 0; j + 8 <= swa_len; j += 8, v = _mm256_add_epi32(v, _mm256_set1_epi32(8)))
+    _mm256_storeu_si256((__m256i *)(w + j), v);
+  for (; j < swa_len; j++) w[j] = (int32_t)(f32 + (uint32_t)j);
+}
+
 int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift) {
   return t < a->D ? fi_decode_row(a, t, swa_shift, c_shift) : fi_prefill_row(a, t, swa_shift, c_shift);
 }
 
+void combine_row_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first, int64_t swa_len) {
+  combine_avx2(out, topk, topk_len, mr, first, swa_len);
+}
+
 #else
 
+void combine_row_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first, int64_t swa_len) {
+  for (int64_t j = 0; j < topk_len; j++) out[j] = (int32_t)((uint32_t)topk[j] + (uint32_t)(uint64_t)mr);
+  for (int64_t j = 0; j < swa_len; j++) out[topk_len + j] = (int32_t)(uint32_t)(uint64_t)(first + j);
+}
 int global_topk_row_avx2(const global_topk_args *a, int64_t t, int shift) { return (void)a, (void)t, (void)shift, 0; }
 int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift) {
   return (void)a, (void)t, (void)swa_shift, (void)c_shift, 0;

@@ -75,7 +75,8 @@ dsv4kv_status cpu_global_topk(const global_topk_args *a, const exec_opts *o, dsv
 
 /* ---- §5.2 ---------------------------------------------------------------- */
 /* Token t (in [0, T)) of request r. */
-static void combine_token(const combine_args *a, int64_t base, int64_t r, int64_t t, dsv4kv_report *log) {
+/* simd: the row's stores by combine_row_avx2 where its rows are contiguous */
+static void combine_token(const combine_args *a, int64_t base, int64_t r, int64_t t, dsv4kv_report *log, int simd) {
   const int64_t qs = tv_i32_1(&a->qsl, r) - base, qe = tv_i32_1(&a->qsl, r + 1) - base;
   const int64_t seq_len = tv_i32_1(&a->seq_lens, r);
   const int64_t start_pos = seq_len - (qe - qs);
@@ -104,9 +105,14 @@ static void combine_token(const combine_args *a, int64_t base, int64_t r, int64_
              a->window_size);
     swa_len = 0;
   }
-  for (int64_t j = 0; j < topk_len; j++) *tv_i32_2p(&a->combined, t, j) = wrap32(tv_i32_2(&a->topk, t, j) + Mr);
   const int64_t first = Mr + a->N + (swa_start - gather_start);
-  for (int64_t j = 0; j < swa_len; j++) *tv_i32_2p(&a->combined, t, topk_len + j) = wrap32(first + j);
+  if (simd && a->topk.stride[1] == 1 && a->combined.stride[1] == 1) {
+    combine_row_avx2((int32_t *)(a->combined.data + t * a->combined.stride[0] * 4),
+                     (const int32_t *)(a->topk.data + t * a->topk.stride[0] * 4), topk_len, Mr, first, swa_len);
+  } else {
+    for (int64_t j = 0; j < topk_len; j++) *tv_i32_2p(&a->combined, t, j) = wrap32(tv_i32_2(&a->topk, t, j) + Mr);
+    for (int64_t j = 0; j < swa_len; j++) *tv_i32_2p(&a->combined, t, topk_len + j) = wrap32(first + j);
+  }
   *(int32_t *)(a->lens.data + t * a->lens.stride[0] * 4) = wrap32(topk_len + swa_len);
 }
 
@@ -132,13 +138,14 @@ static void combine_task(void *vctx, int t, int nt) {
     for (int64_t tok = lo; tok < hi; tok++) {
       while (r < a->R && tok >= tv_i32_1(&a->qsl, r + 1) - base) r++;
       if (r == a->R) return; /* past the last request: not written */
-      combine_token(a, base, r, tok, j->log);
+      combine_token(a, base, r, tok, j->log, j->simd);
     }
   (void)t, (void)nt;
 }
 
 dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_report *log) {
   const int64_t base = tv_i32_1(&a->qsl, 0);
+  const int simd = cpu_path_now() != CPU_PATH_SCALAR;
   int monotone = 1;
   for (int64_t r = 0; r < a->R && monotone; r++) monotone = tv_i32_1(&a->qsl, r + 1) >= tv_i32_1(&a->qsl, r);
   /* ~0.1 ns an entry on one thread (a store stream) */
@@ -147,7 +154,7 @@ dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_repo
     for (int64_t r = 0; r < a->R; r++) {
       int64_t t_lo, t_hi;
       combine_rows(a, base, r, log, &t_lo, &t_hi);
-      for (int64_t t = t_lo; t < t_hi; t++) combine_token(a, base, r, t, log);
+      for (int64_t t = t_lo; t < t_hi; t++) combine_token(a, base, r, t, log, simd);
     }
     return DSV4KV_OK;
   }
@@ -155,7 +162,7 @@ dsv4kv_status cpu_combine(const combine_args *a, const exec_opts *o, dsv4kv_repo
     int64_t t_lo, t_hi;
     combine_rows(a, base, r, log, &t_lo, &t_hi);
   }
-  rows_job j = {a, log, pagediv_of(1), pagediv_of(1), {0}, 0};
+  rows_job j = {a, log, pagediv_of(1), pagediv_of(1), {0}, simd};
   cpu_chunks_init(&j.rows, a->T, ROWS_CHUNK * 4);
   cpu_run(nt, combine_task, &j);
   return DSV4KV_OK;
