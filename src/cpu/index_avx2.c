@@ -63,8 +63,9 @@ static AVX2 __m256i lookup8(__m256i pos, __m256i m, const int32_t *row, int64_t 
   const __m256i lp = _mm256_srai_epi32(pos, shift);
   const __m256i in = _mm256_and_si256(m, _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)ncols), lp));
   *fail = _mm256_andnot_si256(in, m);
-  const __m256i page = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), row,
-                                                   _mm256_mullo_epi32(lp, _mm256_set1_epi32((int32_t)s1)), in, 4);
+  /* unit column strides (the usual table) skip the multiply on the gather's index */
+  const __m256i col = s1 == 1 ? lp : _mm256_mullo_epi32(lp, _mm256_set1_epi32((int32_t)s1));
+  const __m256i page = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), row, col, in, 4);
   const __m256i g = _mm256_add_epi32(_mm256_slli_epi32(page, shift),
                                      _mm256_and_si256(pos, _mm256_set1_epi32((1 << shift) - 1)));
   return _mm256_blendv_epi8(_mm256_set1_epi32(-1), g, in);
