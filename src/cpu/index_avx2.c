@@ -51,6 +51,8 @@ static inline AVX2 __m256i load_or_neg1(const int32_t *src, __m256i m, int full)
 
 /* remap: v < 0 -> -1, else (v >> shift) * span + (v & mask) in int32. */
 static AVX2 __m256i remap8(__m256i v, int shift, int32_t span) {
+  if (span == (int32_t)1 << shift) /* pages their size apart: the slot itself, no multiply */
+    return _mm256_blendv_epi8(v, _mm256_set1_epi32(-1), _mm256_srai_epi32(v, 31));
   const __m256i r = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_srai_epi32(v, shift), _mm256_set1_epi32(span)),
                                      _mm256_and_si256(v, _mm256_set1_epi32((1 << shift) - 1)));
   return _mm256_blendv_epi8(_mm256_set1_epi32(-1), r, _mm256_cmpgt_epi32(v, _mm256_set1_epi32(-1)));
