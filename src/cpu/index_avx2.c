@@ -81,8 +81,9 @@ static AVX2 __m256i lookup8(__m256i pos, __m256i m, const int32_t *row, int64_t 
  * - TABLE_P16: at most 64 columns whose pages lie within 65536 of the least
  *   (a pool of up to 65536 pages always does), as 16-bit offsets from it,
  *   two to a dword, in 2 registers (<= 32 columns) or 4;
- * - TABLE_P32: at most 32 columns of any pages, as (page - column) << shift,
- *   so that a position's slot is the position plus its column's entry.
+ * - TABLE_P32: at most 64 columns of any pages, as (page - column) << shift
+ *   in 4 registers (<= 32 columns) or 8, so that a position's slot is the
+ *   position plus its column's entry.
  * A lookup past the row's columns reads a wrong entry: callers check the
  * columns apart. */
 /* The least / greatest of 8 lanes. */
@@ -285,7 +286,7 @@ static AVX2 void remap_row(const int32_t *src, int64_t have, int64_t n, int shif
  * (>= 0 there) in row req of bt, remapped into out where `store`; 0 when
  * the scalar row must take over, else 1; *count += the lanes whose slot is
  * >= 0. */
-static AVX2 int lookup_store(__m256i v, __m256i m, __m256i store, int full, const tview *bt, int64_t req, int shift,
+static inline AVX2 INLINE int lookup_store(__m256i v, __m256i m, __m256i store, int full, const tview *bt, int64_t req, int shift,
                              int32_t span, int note, int64_t *count, int32_t *out) {
   __m256i g = _mm256_set1_epi32(-1);
   if (any(m)) {
@@ -330,6 +331,35 @@ static AVX2 int fi_decode_row(const flashinfer_args *a, int64_t d, int sshift, i
   return 1;
 }
 
+/* A prefill row's window (positions swa_start + j, j < swa_len, of S) when
+ * its pages span at most 8 columns of the table, all inside it: the row's
+ * entries (page - column) << shift of those columns in one register, one
+ * permute a vector instead of the gather (lookup_store's bytes and count);
+ * 0 when not taken. */
+static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, int64_t swa_len, int64_t S, int shift,
+                             int32_t span, int64_t *count, int32_t *out) {
+  if (swa_len <= 0 || req < 0 || req >= bt->shape[0]) return 0;
+  const int64_t c0 = swa_start >> shift, c1 = (swa_start + swa_len - 1) >> shift;
+  if (c1 - c0 >= 8 || c1 >= bt->shape[1]) return 0;
+  const int32_t *row = (const int32_t *)(bt->data + req * bt->stride[0] * 4);
+  int32_t d[8] = {0};
+  for (int64_t c = c0; c <= c1; c++) d[c - c0] = (int32_t)((uint32_t)(row[c * bt->stride[1]] - (int64_t)c) << shift);
+  const __m256i dv = _mm256_loadu_si256((const __m256i *)d), iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m128i sh = _mm_cvtsi32_si128(shift);
+  int64_t n = 0;
+  for (int64_t j = 0; j < S; j += 8) {
+    const __m256i m = tail8(j, S), h = _mm256_and_si256(tail8(j, swa_len), m);
+    const __m256i p = _mm256_add_epi32(_mm256_set1_epi32((int32_t)(swa_start + j)), iota);
+    const __m256i col = _mm256_sub_epi32(_mm256_sra_epi32(p, sh), _mm256_set1_epi32((int32_t)c0));
+    const __m256i g = _mm256_blendv_epi8(_mm256_set1_epi32(-1),
+                                         _mm256_add_epi32(p, _mm256_permutevar8x32_epi32(dv, col)), h);
+    n += lanes(nonneg(g, h));
+    store8(out + j, m, remap8(g, shift, span), j + 8 <= S);
+  }
+  *count += n;
+  return 1;
+}
+
 static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, int cshift) {
   const int64_t S = a->S, i = t - a->D;
   const int64_t req = tv_i32_1(&a->req, t);
@@ -341,6 +371,7 @@ static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, 
   int32_t *out = (int32_t *)(a->out.data + t * a->out.stride[0] * 4);
   int64_t count = 0;
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  if (!window_store(&a->swa_bt, req, swa_start, swa_len, S, sshift, a->swa_span, &count, out))
   for (int64_t j = 0; j < S; j += 8) {
     const __m256i m = tail8(j, S), h = _mm256_and_si256(tail8(j, swa_len), m);
     const __m256i p = _mm256_add_epi32(_mm256_set1_epi32((int32_t)(swa_start + j)), iota);

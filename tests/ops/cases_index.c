@@ -240,6 +240,8 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   z.Rs = z.R, z.Ps = reach / a->swa_block_size + 2;
   z.Rc = z.R, z.Pc = reach / a->compressed_block_size + 2;
   if (fv & FV_SKIP) z.Ps = r32(r, 1, 3), z.Pc = r32(r, 1, 3), z.Rc = z.R > 1 ? z.R - 1 : 1;
+  /* TABLE with skips: the last (a prefill) request's last window ends one column past the SWA table */
+  if ((fv & FV_TABLE) && (fv & FV_SKIP)) z.Ps = (seq[z.R - 1] - 1) / a->swa_block_size;
   int32_t Pc = (f & F_CBT) ? z.Pc : z.Ps, cbs = a->compressed_block_size, T = z.D + z.P;
   int64_t pad = (fv & FV_PAD) ? 3 : 0, dS[2] = {z.D, z.S}, one[1] = {z.D}, rq[1] = {z.R}, tq[1] = {T};
   in->lead = (fv & FV_LEAD) ? OPS_GUARD : 0;
