@@ -13,10 +13,7 @@
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
-#define AVX2 __attribute__((target("avx2")))
-#define INLINE __attribute__((always_inline))
+#include "cpu/avx2.h" /* AVX2, INLINE */
 
 /* Lanes (all ones) of an 8-wide step at j of n entries. */
 static inline AVX2 __m256i tail8(int64_t j, int64_t n) {
@@ -334,10 +331,10 @@ static AVX2 int fi_decode_row(const flashinfer_args *a, int64_t d, int sshift, i
 /* A prefill row's window (positions swa_start + j, j < swa_len, of S) when
  * its pages span at most 8 columns of the table, all inside it: the row's
  * entries (page - column) << shift of those columns in one register, one
- * permute a vector instead of the gather (lookup_store's bytes and count);
- * 0 when not taken. */
+ * permute a vector instead of the gather (lookup_store's bytes; a prefill
+ * row's length does not count its slots); 0 when not taken. */
 static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, int64_t swa_len, int64_t S, int shift,
-                             int32_t span, int64_t *count, int32_t *out) {
+                             int32_t span, int32_t *out) {
   if (swa_len <= 0 || req < 0 || req >= bt->shape[0]) return 0;
   const int64_t c0 = swa_start >> shift, c1 = (swa_start + swa_len - 1) >> shift;
   if (c1 - c0 >= 8 || c1 >= bt->shape[1]) return 0;
@@ -346,17 +343,14 @@ static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, in
   for (int64_t c = c0; c <= c1; c++) d[c - c0] = (int32_t)((uint32_t)(row[c * bt->stride[1]] - (int64_t)c) << shift);
   const __m256i dv = _mm256_loadu_si256((const __m256i *)d), iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m128i sh = _mm_cvtsi32_si128(shift);
-  int64_t n = 0;
   for (int64_t j = 0; j < S; j += 8) {
     const __m256i m = tail8(j, S), h = _mm256_and_si256(tail8(j, swa_len), m);
     const __m256i p = _mm256_add_epi32(_mm256_set1_epi32((int32_t)(swa_start + j)), iota);
     const __m256i col = _mm256_sub_epi32(_mm256_sra_epi32(p, sh), _mm256_set1_epi32((int32_t)c0));
     const __m256i g = _mm256_blendv_epi8(_mm256_set1_epi32(-1),
                                          _mm256_add_epi32(p, _mm256_permutevar8x32_epi32(dv, col)), h);
-    n += lanes(nonneg(g, h));
     store8(out + j, m, remap8(g, shift, span), j + 8 <= S);
   }
-  *count += n;
   return 1;
 }
 
@@ -371,7 +365,7 @@ static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, 
   int32_t *out = (int32_t *)(a->out.data + t * a->out.stride[0] * 4);
   int64_t count = 0;
   const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  if (!window_store(&a->swa_bt, req, swa_start, swa_len, S, sshift, a->swa_span, &count, out))
+  if (!window_store(&a->swa_bt, req, swa_start, swa_len, S, sshift, a->swa_span, out))
   for (int64_t j = 0; j < S; j += 8) {
     const __m256i m = tail8(j, S), h = _mm256_and_si256(tail8(j, swa_len), m);
     const __m256i p = _mm256_add_epi32(_mm256_set1_epi32((int32_t)(swa_start + j)), iota);
@@ -391,8 +385,8 @@ static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, 
 
 /* combine_row_avx2 (cpu.h): whole vectors by adds, the tails by scalars
  * (Zen 2 / 3 run masked stores as microcode). */
-static AVX2 void combine_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first,
-                              int64_t swa_len) {
+AVX2 void combine_row_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first,
+                           int64_t swa_len) {
   const uint32_t m32 = (uint32_t)(uint64_t)mr, f32 = (uint32_t)(uint64_t)first;
   const __m256i m = _mm256_set1_epi32((int32_t)m32);
   int64_t j = 0;
@@ -408,10 +402,6 @@ static AVX2 void combine_avx2(int32_t *out, const int32_t *topk, int64_t topk_le
 
 int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int c_shift) {
   return t < a->D ? fi_decode_row(a, t, swa_shift, c_shift) : fi_prefill_row(a, t, swa_shift, c_shift);
-}
-
-void combine_row_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first, int64_t swa_len) {
-  combine_avx2(out, topk, topk_len, mr, first, swa_len);
 }
 
 #else
