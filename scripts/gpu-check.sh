@@ -15,7 +15,7 @@
 #                  e2m1 / bf16 conversions against formats/ref.h on every input
 #   memcheck       compute-sanitizer memcheck over the registry and test_cuda
 #   racecheck      compute-sanitizer racecheck over the registry's duplicate-
-#                  slot cases (the shared-memory duplicate scan)
+#                  slot cases, the shared-memory duplicate scan forced
 #   run, run_trace dsv4kv run --device cuda on the default workload and on a
 #                  trace (DSV4KV_TRACES, else ../shared/traces, else
 #                  .gpu-traces/), with each op's GPU time and GB/s
@@ -120,6 +120,7 @@ fi
 if [ "$mode" != python ] && [ "$mode" != bench ]; then
   step registry "$B/tests/ops_registry" --backend cuda --rounds 8
   # the duplicate-slot ways forced where the sizes would pick another
+  step registry_dedup_shared env DSV4KV_CUDA_DEDUP=shared "$B/tests/ops_registry" --backend cuda --filter dup --rounds 4
   step registry_dedup_mark env DSV4KV_CUDA_DEDUP=mark "$B/tests/ops_registry" --backend cuda --rounds 4
   step registry_dedup_global env DSV4KV_CUDA_DEDUP=global "$B/tests/ops_registry" --backend cuda --filter dup --rounds 4
   # the index ops at 32 threads a row: rows wider than a block holds at once
@@ -132,7 +133,8 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
     step memcheck_registry_mark env DSV4KV_CUDA_DEDUP=mark compute-sanitizer --tool memcheck --error-exitcode 99 \
       "$B/tests/ops_registry" --backend cuda --filter dup
     step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
-    step racecheck_registry compute-sanitizer --tool racecheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda --filter dup
+    step racecheck_registry env DSV4KV_CUDA_DEDUP=shared compute-sanitizer --tool racecheck --error-exitcode 99 \
+      "$B/tests/ops_registry" --backend cuda --filter dup
 fi
 step run "$B/dsv4kv" run --device cuda --json "$out/run.json"
 if [ -n "$trace_file" ] && [ -f "$trace_file" ]; then

@@ -131,8 +131,8 @@ int cuda_dedup_forced(void) {
   static volatile int forced = -2;
   if (forced == -2) {
     const char *e = getenv("DSV4KV_CUDA_DEDUP");
-    forced = !e ? -1 : !strcmp(e, "shared") ? DEDUP_SHARED : !strcmp(e, "mark") ? DEDUP_MARK
-                    : !strcmp(e, "global")  ? DEDUP_GLOBAL : -1;
+    forced = !e ? -1 : !strcmp(e, "warp") ? DEDUP_WARP : !strcmp(e, "shared") ? DEDUP_SHARED
+                    : !strcmp(e, "mark") ? DEDUP_MARK : !strcmp(e, "global") ? DEDUP_GLOBAL : -1;
   }
   return forced;
 }

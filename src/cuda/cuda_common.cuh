@@ -179,10 +179,16 @@ static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
 /* ---- duplicate slots: the last writing row wins ------------------------------
  *
  * Rows naming the same slot must leave the bytes of the last of them (the
- * CPU: threads own pages).  No workspace is allowed, so one of three ways,
+ * CPU: threads own pages).  No workspace is allowed, so one of four ways,
  * chosen on the host (dedup_mode_of):
  *
- *   DEDUP_SHARED  T <= DEDUP_SHARED_ROWS (decode and small prefill): each
+ *   DEDUP_WARP    T <= DEDUP_WARP_ROWS (decode): the warp of row t loads the
+ *                 slots of rows t+1 .. T-1 into registers itself (lane l rows
+ *                 t+1+l+32i), with the row and in the same latency, and one
+ *                 vote after the compares: no shared copy, no barrier, no
+ *                 scan loop (they cost a decode call 0.6-1.4 us,
+ *                 bench/NOTES-gpu.md run 27);
+ *   DEDUP_SHARED  T <= DEDUP_SHARED_ROWS (small prefill): each
  *                 block copies the slots of the rows from its first one to T
  *                 into shared memory, and each warp scans the rows after its
  *                 own there, 32 at a time;
@@ -199,7 +205,12 @@ static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
  *   DEDUP_GLOBAL  the rest (records not 4-byte aligned, T >= 2^24): each warp
  *                 scans the later rows' slots in global memory, O(T^2 / 32).
  */
-enum { DEDUP_SHARED = 0, DEDUP_MARK = 1, DEDUP_GLOBAL = 2, DEDUP_SHARED_ROWS = 1024 };
+enum { DEDUP_SHARED = 0, DEDUP_MARK = 1, DEDUP_GLOBAL = 2, DEDUP_WARP = 3 };
+enum { DEDUP_SHARED_ROWS = 1024, DEDUP_WARP_ROWS = 256 };
+/* DEDUP_NONE: no resolution at all, for A/B runs only (-DDSV4KV_AB_NO_DEDUP,
+ * scripts/gpu-ab.sh's AB_CUDA_FLAGS): what the resolution costs a call.  A
+ * build with it is wrong for duplicate slots; nothing else picks it. */
+enum { DEDUP_NONE = 4 };
 
 typedef struct {
   int32_t mode;
@@ -237,6 +248,9 @@ static __device__ __forceinline__ void dedup_shared_load(int64_t *sh, dix slots,
 static __device__ __forceinline__ int later_row_writes_slot(int mode, const int64_t *sh, dix slots, int64_t T,
                                                             int64_t t, int64_t slot, dix positions, int64_t ratio,
                                                             int64_t cs_rows) {
+#ifdef DSV4KV_AB_NO_DEDUP
+  if (mode == DEDUP_NONE) return 0;
+#endif
   const int64_t b0 = (int64_t)blockIdx.x * CUDA_WARPS;
   for (int64_t j0 = t + 1; j0 < T; j0 += 32) {
     const int64_t j = j0 + lane_id();
@@ -247,6 +261,31 @@ static __device__ __forceinline__ int later_row_writes_slot(int mode, const int6
     if (__any_sync(FULL_MASK, hit)) return 1;
   }
   return 0;
+}
+
+/* DEDUP_WARP: the slots of rows t+1+l+32i (l = this lane, i < DEDUP_WARP_ROWS / 32),
+ * -2 past T.  Every lane calls it; loads only (one pointer stepping), so that
+ * they issue with the row's.  No range check: they are compared with a slot
+ * in range, which an out-of-range one never equals. */
+typedef struct {
+  int64_t s[DEDUP_WARP_ROWS / 32];
+} dlater;
+static __device__ __forceinline__ void dedup_warp_load(dlater *l, dix slots, int64_t T, int64_t t) {
+  const int64_t left = T - (t + 1 + lane_id()); /* rows at and after this lane's first */
+  const int64_t *q = (const int64_t *)(slots.data + (t + 1 + lane_id()) * slots.s0 * 8);
+  for (int i = 0; i < DEDUP_WARP_ROWS / 32; i++, q += 32 * slots.s0) l->s[i] = 32 * i < left ? *q : -2;
+}
+
+/* DEDUP_WARP: whether a writing row after t names `slot` (a slot in range).
+ * Rows with a position (the indexer) are checked for writing only where the
+ * slot matches: rarely, so the common path loads no positions.  Every lane
+ * calls it with the same t and slot. */
+static __device__ __forceinline__ int later_row_writes_slot_warp(const dlater *l, int64_t t, int64_t slot,
+                                                                 dix positions, int64_t ratio, int64_t cs_rows) {
+  int hit = 0;
+  for (int i = 0; i < DEDUP_WARP_ROWS / 32; i++)
+    if (l->s[i] == slot) hit |= row_writes(positions, t + 1 + lane_id() + 32 * i, ratio, cs_rows);
+  return __any_sync(FULL_MASK, hit);
 }
 
 /* DEDUP_MARK: whether row t is the last to write the record whose first
@@ -277,14 +316,21 @@ typedef struct {
  *   UE8M0 and e4m3 scale bytes are never 0 (the amax floors give UE8M0 >= 1,
  *   NVFP4 scales >= 2^-9 = e4m3 0x01): mark = (t + 1) << 8, first byte 0;
  *   the indexer's fp32 scale 2^e is positive: mark = 2^31 | (t + 1). */
-/* The way DSV4KV_CUDA_DEDUP (shared, mark, global) forces for the tests, or
- * -1 (read once; "shared" applies only where the rows fit). */
+/* The way DSV4KV_CUDA_DEDUP (warp, shared, mark, global) forces for the
+ * tests, or -1 (read once; "warp" and "shared" apply only where the rows fit). */
 int cuda_dedup_forced(void);
 static inline ddedup dedup_mode_of(int64_t T, const record_layout *layout, int fp32_scale, const void *base,
                                    int64_t page_stride) {
-  ddedup d = {DEDUP_SHARED, 0, 0};
+  ddedup d = {DEDUP_WARP, 0, 0};
+#ifdef DSV4KV_AB_NO_DEDUP
+  (void)layout, (void)fp32_scale, (void)base, (void)page_stride, (void)T;
+  d.mode = DEDUP_NONE;
+  return d;
+#endif
   const int forced = cuda_dedup_forced();
-  if (T <= DEDUP_SHARED_ROWS && (forced < 0 || forced == DEDUP_SHARED)) return d;
+  if (T <= DEDUP_WARP_ROWS && (forced < 0 || forced == DEDUP_WARP)) return d;
+  d.mode = DEDUP_SHARED;
+  if (T <= DEDUP_SHARED_ROWS && (forced < 0 || forced == DEDUP_SHARED || forced == DEDUP_WARP)) return d;
   d.mode = DEDUP_GLOBAL;
   if (forced == DEDUP_GLOBAL) return d;
   if ((uintptr_t)base % 4 || page_stride % 4 || layout->scale_bytes < 4 || T >= (1 << 24) - 1) return d;

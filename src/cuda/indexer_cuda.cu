@@ -189,12 +189,36 @@ static __device__ __forceinline__ void store_mxfp4(const indexer_params *p, uint
   }
 }
 
+/* The norm weights of dims 2 h0 .. 2 (h0 + chunk) - 1 into w[0 .. 2 chunk) and, when
+ * rotated, the cos / sin of pairs h0 .. h0 + chunk - 1 at cos_sin row cp into
+ * c[], sn[] (else they keep the caller's 1 and 0). */
+static __device__ __forceinline__ void load_tables(const indexer_params *p, int64_t cp, int h0, int chunk, int rotated,
+                                                   float *c, float *sn, float *w) {
+  if (rotated) {
+    const int64_t off = cp * p->cs_stride + (h0 - INDEXER_ROPE_FROM / 2);
+    if (chunk == 4) {
+      table_f4(p->cos_sin, p->cs_f32, off, p->vec_cs, c);
+      table_f4(p->cos_sin, p->cs_f32, off + 32, p->vec_cs, sn);
+    } else {
+      for (int i = 0; i < chunk; i++)
+        c[i] = table_f(p->cos_sin, p->cs_f32, off + i), sn[i] = table_f(p->cos_sin, p->cs_f32, off + 32 + i);
+    }
+  }
+  for (int q = 0; q < 2 * chunk; q += 4) { /* entries 2 h0 + q ..: multiples of 4 */
+    if (p->vec_w)
+      table_f4(p->weight, p->w_f32, 2 * h0 + q, 1, w + q);
+    else
+      for (int i = q; i < q + 4; i++) w[i] = table_f(p->weight, p->w_f32, (2 * h0 + i) * p->w_stride);
+  }
+}
+
 /* Whether this group's row is the last to write its slot.  Warp-collective:
  * DEDUP_MARK reads the mark from each group's first lane; the scans
- * (DEDUP_SHARED, DEDUP_GLOBAL) run for one group's row at a time. */
-static __device__ __forceinline__ int row_is_last(const indexer_params *p, const int64_t *later, int64_t t,
-                                                  int64_t slot, const uint8_t *mark_word, int write, int g, int j,
-                                                  int tpw) {
+ * (DEDUP_SHARED, DEDUP_GLOBAL) run for one group's row at a time; `warp`
+ * (DEDUP_WARP, one token a warp) compares the slots in lw. */
+static __device__ __forceinline__ int row_is_last(const indexer_params *p, const int64_t *later, const dlater *lw,
+                                                  int64_t t, int64_t slot, const uint8_t *mark_word, int write, int g,
+                                                  int j, int tpw, int warp) {
   if (p->dd.mode == DEDUP_MARK) {
     unsigned int v = j == 0 && write ? __ldcg((const unsigned int *)mark_word) : 0u;
     v = __shfl_sync(FULL_MASK, v, g * IDX_LPT(tpw));
@@ -205,8 +229,9 @@ static __device__ __forceinline__ int row_is_last(const indexer_params *p, const
     const int src = k * IDX_LPT(tpw);
     if (!__shfl_sync(FULL_MASK, write, src)) continue; /* uniform: the same for every lane */
     const int64_t tk = __shfl_sync(FULL_MASK, t, src), sk = __shfl_sync(FULL_MASK, slot, src);
-    const int hit = later_row_writes_slot(p->dd.mode, later, p->slots, p->T, tk, sk, p->positions, p->ratio,
-                                          p->cs_rows);
+    const int hit = warp ? later_row_writes_slot_warp(lw, tk, sk, p->positions, p->ratio, p->cs_rows)
+                        : later_row_writes_slot(p->dd.mode, later, p->slots, p->T, tk, sk, p->positions, p->ratio,
+                                                p->cs_rows);
     if (g == k) last = !hit;
   }
   return write && last;
@@ -216,11 +241,11 @@ static __device__ __forceinline__ int row_is_last(const indexer_params *p, const
  * holds only its own quantizer's registers and branches).  Every lane runs
  * every step (shuffles need the whole warp); `write` and `mine` gate the
  * stores. */
-static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *later, int rec, int tpw) {
+static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *later, int rec, int tpw, int warp) {
   if (dnote_idle(p.note)) return;
   const int lpt = IDX_LPT(tpw), dpl = IDX_DPL(tpw), chunk = IDX_CHUNK(tpw);
   const int lane = lane_id(), g = lane / lpt, j = lane % lpt;
-  if (p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, p.positions, p.ratio, p.cs_rows);
+  if (!warp && p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, p.positions, p.ratio, p.cs_rows);
   const int64_t stride = warp_count_global() * tpw;
   for (int64_t t0 = warp_id_global() * tpw; t0 < p.T; t0 += stride) {
     const int64_t t = t0 + g;
@@ -237,6 +262,8 @@ static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *l
       for (int i = 0; i < dpl / 2; i++)
         k[i] = row[4 * i] | row[4 * i + 1] << 8 | row[4 * i + 2] << 16 | (uint32_t)row[4 * i + 3] << 24;
     }
+    dlater lw; /* the later rows' slots (DEDUP_WARP), with the row */
+    if (warp) dedup_warp_load(&lw, p.slots, p.T, t);
     const int64_t slot = live ? dix_i64(p.slots, t) : -1;
     const int64_t pos = live ? dix_i64(p.positions, t) : 0;
     int write = slot != -1;
@@ -255,6 +282,11 @@ static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *l
       write = 0;
     }
     if (!__any_sync(FULL_MASK, write)) continue; /* no row of this warp writes */
+    /* The decode kernels (one chunk a lane) load the tables here, so that
+     * their latency overlaps the norm and the duplicate check; the others
+     * where they are used, to keep registers free. */
+    float c0[4] = {1.0f, 1.0f, 1.0f, 1.0f}, sn0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, w0[8];
+    if (warp) load_tables(&p, cp, dpl / 2 * j, chunk, write && dpl / 2 * j >= INDEXER_ROPE_FROM / 2, c0, sn0, w0);
     const float acc = row_sum_squares(k, tpw);
     int norm_bad;
     const float rstd = indexer_rstd_of_sum(acc, p.eps, &norm_bad);
@@ -271,7 +303,7 @@ static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *l
     uint8_t *page = p.base + (write ? dpd_page(p.bsd, slot) : 0) * p.page_stride;
     const int64_t in_page = write ? dpd_off(p.bsd, slot) : 0;
     const int mine =
-        row_is_last(&p, later, t, slot, page + record_scales_off(&p.layout, p.bs, in_page), write, g, j, tpw);
+        row_is_last(&p, later, &lw, t, slot, page + record_scales_off(&p.layout, p.bs, in_page), write, g, j, tpw, warp);
     if (!__any_sync(FULL_MASK, mine)) continue;
     /* pair i0 + h: dims 2(i0 + h), 2(i0 + h) + 1, its weights and cos / sin
      * (dims below INDEXER_ROPE_FROM are not rotated) loaded here, where
@@ -282,21 +314,10 @@ static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *l
     const int rotated = write && i0 >= INDEXER_ROPE_FROM / 2; /* the whole lane, or none of it */
     for (int h0 = 0; h0 < dpl / 2; h0 += chunk) { /* `chunk` pairs: their weights, cos and sin */
       float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, sn[4] = {0.0f, 0.0f, 0.0f, 0.0f}, w[8];
-      if (rotated) {
-        const int64_t off = cp * p.cs_stride + (i0 + h0 - INDEXER_ROPE_FROM / 2);
-        if (chunk == 4) {
-          table_f4(p.cos_sin, p.cs_f32, off, p.vec_cs, c);
-          table_f4(p.cos_sin, p.cs_f32, off + 32, p.vec_cs, sn);
-        } else {
-          for (int i = 0; i < chunk; i++)
-            c[i] = table_f(p.cos_sin, p.cs_f32, off + i), sn[i] = table_f(p.cos_sin, p.cs_f32, off + 32 + i);
-        }
-      }
-      for (int q = 0; q < 2 * chunk; q += 4) { /* entries 2(i0 + h0) + q ..: multiples of 4 */
-        if (p.vec_w)
-          table_f4(p.weight, p.w_f32, 2 * (i0 + h0) + q, 1, w + q);
-        else
-          for (int i = q; i < q + 4; i++) w[i] = table_f(p.weight, p.w_f32, (2 * (i0 + h0) + i) * p.w_stride);
+      if (warp) { /* loaded above */
+        for (int i = 0; i < 4; i++) c[i] = c0[i], sn[i] = sn0[i], w[i] = w0[i], w[4 + i] = w0[4 + i];
+      } else {
+        load_tables(&p, cp, i0 + h0, chunk, rotated, c, sn, w);
       }
       for (int h = h0; h < h0 + chunk; h++) {
         float rr[2];
@@ -321,25 +342,34 @@ static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *l
 enum { INDEXER_MIN_BLOCKS = DSV4KV_INDEXER_MIN_BLOCKS, INDEXER_ROW_MIN_BLOCKS = 5 };
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_fp8_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, IDX_TPW_WIDE);
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, IDX_TPW_WIDE, 0);
 }
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_mxfp4_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, IDX_TPW_WIDE);
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, IDX_TPW_WIDE, 0);
 }
 /* One token a warp: rows that scan for duplicate slots (DEDUP_SHARED, DEDUP_GLOBAL). */
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_ROW_MIN_BLOCKS) indexer_fp8_row_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, 1);
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, 1, 0);
 }
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_ROW_MIN_BLOCKS) indexer_mxfp4_row_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, 1);
+  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, 1, 0);
+}
+/* Decode sizes (DEDUP_WARP): one token a warp, the later rows' slots in
+ * registers; a few blocks, so registers do not limit them. */
+__global__ void __launch_bounds__(CUDA_BLOCK) indexer_fp8_decode_kernel(indexer_params p) {
+  indexer_rows(p, NULL, DSV4KV_RECORD_INDEXER_FP8, 1, 1);
+}
+__global__ void __launch_bounds__(CUDA_BLOCK) indexer_mxfp4_decode_kernel(indexer_params p) {
+  indexer_rows(p, NULL, DSV4KV_RECORD_INDEXER_MXFP4, 1, 1);
 }
 
-const void *const cuda_indexer_kernels[] = {(const void *)indexer_fp8_kernel, (const void *)indexer_mxfp4_kernel,
-                                            (const void *)indexer_fp8_row_kernel,
-                                            (const void *)indexer_mxfp4_row_kernel, NULL};
+const void *const cuda_indexer_kernels[] = {(const void *)indexer_fp8_kernel,          (const void *)indexer_mxfp4_kernel,
+                                            (const void *)indexer_fp8_row_kernel,      (const void *)indexer_mxfp4_row_kernel,
+                                            (const void *)indexer_fp8_decode_kernel,   (const void *)indexer_mxfp4_decode_kernel,
+                                            NULL};
 
 extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
@@ -398,10 +428,11 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
         CUDA_LAUNCH_REPORTED(indexer_mxfp4_kernel, grid, call, p);
     } else {
       const unsigned grid = cuda_grid_rows(a->T);
+      const int warp = p.dd.mode == DEDUP_WARP;
       if (fp8)
-        CUDA_LAUNCH_REPORTED(indexer_fp8_row_kernel, grid, call, p);
+        CUDA_LAUNCH_REPORTED(warp ? indexer_fp8_decode_kernel : indexer_fp8_row_kernel, grid, call, p);
       else
-        CUDA_LAUNCH_REPORTED(indexer_mxfp4_row_kernel, grid, call, p);
+        CUDA_LAUNCH_REPORTED(warp ? indexer_mxfp4_decode_kernel : indexer_mxfp4_row_kernel, grid, call, p);
     }
   }
   return cuda_leave(&call, "indexer_k_norm_rope_store");

@@ -133,15 +133,19 @@ static __device__ __forceinline__ void quant_lane(const insert_params *p, const 
   store16(values + 16 * lane, make_uint4(w[0], w[1], w[2], w[3]), p->vec_c);
 }
 
-static __device__ __forceinline__ void insert_rows(const insert_params &p, const int rec) {
+/* The kernel body; `warp` (a constant) compiles the decode kernels, whose
+ * way is DEDUP_WARP, apart from the rest. */
+static __device__ __forceinline__ void insert_rows(const insert_params &p, const int rec, const int warp) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const dix no_positions = {NULL, 0, 0};
-  if (p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, no_positions, 1, 0);
+  if (!warp && p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, no_positions, 1, 0);
   for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
-    uint16_t x[16]; /* loaded first: the row's latency overlaps the slot's */
+    uint16_t x[16]; /* loaded first: the row's latency overlaps the slots' */
     load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
+    dlater lw;
+    if (warp) dedup_warp_load(&lw, p.slots, p.T, t);
     const int64_t slot = dix_i64(p.slots, t);
     if (slot == -1) continue;
     if (slot < 0 || slot >= p.num_slots) {
@@ -157,8 +161,10 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
     uint8_t *page = p.base + dpd_page(p.bsd, slot) * p.page_stride; /* slot >= 0 */
     const int64_t pos = dpd_off(p.bsd, slot);
     uint8_t *scales = page + record_scales_off(&p.layout, p.bs, pos);
-    if (p.dd.mode == DEDUP_MARK ? !mark_is_mine(p.dd, scales, t)
-                                : later_row_writes_slot(p.dd.mode, later, p.slots, p.T, t, slot, no_positions, 1, 0))
+    if (warp ? later_row_writes_slot_warp(&lw, t, slot, no_positions, 1, 0)
+        : p.dd.mode == DEDUP_MARK
+            ? !mark_is_mine(p.dd, scales, t)
+            : later_row_writes_slot(p.dd.mode, later, p.slots, p.T, t, slot, no_positions, 1, 0))
       continue;
     quant_lane(&p, rec, lane, x, page + record_values_off(&p.layout, p.bs, pos), scales);
   }
@@ -179,16 +185,31 @@ enum { INSERT_MIN_BLOCKS = DSV4KV_INSERT_MIN_BLOCKS };
  * keep CUDA_BLOCK, the row arithmetic of cuda_common.cuh's scan): 2-3 %
  * faster than 256 at >= 64k rows, as fast as 64 (bench/NOTES-gpu.md run 14). */
 enum { INSERT_BLOCK = 128 };
-__global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_v4_kernel(insert_params p) { insert_rows(p, DSV4KV_RECORD_V4); }
+__global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_v4_kernel(insert_params p) {
+  insert_rows(p, DSV4KV_RECORD_V4, 0);
+}
 __global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_mxfp8_kernel(insert_params p) {
-  insert_rows(p, DSV4KV_RECORD_MXFP8);
+  insert_rows(p, DSV4KV_RECORD_MXFP8, 0);
 }
 __global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_nvfp4_kernel(insert_params p) {
-  insert_rows(p, DSV4KV_RECORD_NVFP4);
+  insert_rows(p, DSV4KV_RECORD_NVFP4, 0);
+}
+/* Decode sizes (DEDUP_WARP): a few blocks, so registers are not what limits
+ * them; the later rows' slots take 8 more (no spills). */
+__global__ void __launch_bounds__(INSERT_BLOCK) insert_v4_decode_kernel(insert_params p) {
+  insert_rows(p, DSV4KV_RECORD_V4, 1);
+}
+__global__ void __launch_bounds__(INSERT_BLOCK) insert_mxfp8_decode_kernel(insert_params p) {
+  insert_rows(p, DSV4KV_RECORD_MXFP8, 1);
+}
+__global__ void __launch_bounds__(INSERT_BLOCK) insert_nvfp4_decode_kernel(insert_params p) {
+  insert_rows(p, DSV4KV_RECORD_NVFP4, 1);
 }
 
-const void *const cuda_insert_kernels[] = {(const void *)insert_v4_kernel, (const void *)insert_mxfp8_kernel,
-                                           (const void *)insert_nvfp4_kernel, NULL};
+const void *const cuda_insert_kernels[] = {(const void *)insert_v4_kernel,           (const void *)insert_mxfp8_kernel,
+                                           (const void *)insert_nvfp4_kernel,        (const void *)insert_v4_decode_kernel,
+                                           (const void *)insert_mxfp8_decode_kernel, (const void *)insert_nvfp4_decode_kernel,
+                                           NULL};
 
 extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
@@ -220,17 +241,18 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
     const mark_params m = {p.slots, {NULL, 0, 0}, p.T, p.num_slots, 1, 0, p.base, p.page_stride, p.bs, p.layout, p.dd,
                            p.bsd};
     cuda_mark_rows(call.stream, &m);
-    /* Past DEDUP_SHARED_ROWS, smaller blocks (a warp a row): a block's
+    /* Smaller blocks (a warp a row) but for the shared scan's: a block's
      * slots free as soon as its few rows are done */
     const int block = p.dd.mode == DEDUP_SHARED ? (int)CUDA_BLOCK : (int)INSERT_BLOCK;
     const int64_t blocks = (a->T + block / 32 - 1) / (block / 32);
     const unsigned grid = blocks > (1 << 24) ? (1u << 24) : (unsigned)blocks;
+    const int warp = p.dd.mode == DEDUP_WARP;
     if (c->record == DSV4KV_RECORD_V4)
-      CUDA_LAUNCH_REPORTED_SIZED(insert_v4_kernel, grid, block, 0, call, p);
+      CUDA_LAUNCH_REPORTED_SIZED(warp ? insert_v4_decode_kernel : insert_v4_kernel, grid, block, 0, call, p);
     else if (c->record == DSV4KV_RECORD_MXFP8)
-      CUDA_LAUNCH_REPORTED_SIZED(insert_mxfp8_kernel, grid, block, 0, call, p);
+      CUDA_LAUNCH_REPORTED_SIZED(warp ? insert_mxfp8_decode_kernel : insert_mxfp8_kernel, grid, block, 0, call, p);
     else
-      CUDA_LAUNCH_REPORTED_SIZED(insert_nvfp4_kernel, grid, block, 0, call, p);
+      CUDA_LAUNCH_REPORTED_SIZED(warp ? insert_nvfp4_decode_kernel : insert_nvfp4_kernel, grid, block, 0, call, p);
   }
   return cuda_leave(&call, "quantize_and_insert_k_cache");
 }

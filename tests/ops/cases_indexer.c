@@ -23,7 +23,8 @@ enum {
   I_3D = 2048,     /* cache as [pages, block_size, record_bytes]                            */
   I_MANY = 4096,   /* 3000 rows: past the CUDA backend's shared-memory duplicate scan       */
   I_NAN_CS = 8192, /* NaNs of every payload in a quarter of the cos_sin rows               */
-  I_NAN_W = 16384  /* a NaN in the norm weight                                             */
+  I_NAN_W = 16384, /* a NaN in the norm weight                                             */
+  I_DECODE = 32768 /* 129-256 rows: the CUDA backend's register duplicate scan at its widest */
 };
 
 /* NaN bit patterns: quiet and signalling, either sign, the largest payloads
@@ -80,7 +81,9 @@ static void gen_indexer(ops_inst *in, rng_t *r, const ops_case *c) {
   uint32_t flags = (uint32_t)c->p[1];
   static const int32_t bss[] = {1, 5, 16, 64}, tiled_bss[] = {16, 32, 64};
   int32_t bs = (flags & DSV4KV_CACHE_TILED) ? tiled_bss[rng_below(r, 3)] : (v & I_BIG) ? 16 : bss[rng_below(r, 4)];
-  int64_t T = (v & I_MANY) ? 3000 : (v & I_BIG) ? 300 : ops_rr(r, 10, 40), Tk = T + ((v & I_DP) ? 3 : 0);
+  int64_t T = (v & I_MANY) ? 3000 : (v & I_BIG) ? 300 : (v & I_DECODE) ? 256 : ops_rr(r, 10, 40);
+  if ((v & I_DECODE) && rng_below(r, 2)) T = ops_rr(r, 129, 255); /* else the widest, exactly */
+  int64_t Tk = T + ((v & I_DP) ? 3 : 0);
   int64_t pages = (T + 8) / bs + 2, rows = 97, pad = (v & I_PAD) ? 8 : 0;
   int64_t rb = rec == DSV4KV_RECORD_INDEXER_FP8 ? 132 : 68; /* SPEC §6 widths */
   in->lead = (v & I_LEAD) ? OPS_GUARD : 0;
@@ -147,6 +150,8 @@ void ops_register_indexer(ops_list *l) {
       {0, I_CR4 | I_SKIP | I_3D, "cr4_skips_3d"},
       {3, I_BIG | I_SKIP | I_ROWS | I_CHECK, "mx_tiled_big_skips"},
       {0, I_BIG | I_DUP | I_CR2, "big_dup_cr2"},
+      {0, I_DECODE | I_DUP | I_PAD, "decode_dup"},
+      {0, I_DECODE | I_DUP | I_CR2 | I_SKIP, "decode_dup_cr2_skips"},
       {1, I_BIG | I_MANY | I_DUP | I_SKIP, "mx_many_dup_skips"},
       {0, I_BIG | I_MANY | I_DUP | I_CR4, "many_dup_cr4"}};
   for (int rk = 0; rk < 3; rk++)

@@ -18,8 +18,10 @@ enum {
   V_GL = 512,       /* gather: gather_lens given                                    */
   V_OFFSET = 1024,  /* gather: offset > 0 and spare out rows                        */
   V_HUGE = 2048,    /* gather: lengths near 2^31 / offsets near 2^63, counted only  */
-  V_MANY = 4096     /* insert: 3000 rows, past the CUDA backend's shared-memory
+  V_MANY = 4096,    /* insert: 3000 rows, past the CUDA backend's shared-memory
                        duplicate scan (its slot marks, cuda_common.cuh)            */
+  V_DECODE = 8192   /* insert: 129-256 rows, the CUDA backend's register scan of
+                       the later rows' slots at its widest (DEDUP_WARP_ROWS)      */
 };
 
 static const struct {
@@ -58,7 +60,8 @@ static void gen_insert(ops_inst *in, rng_t *r, const ops_case *cs) {
   int fnuz = kRecs[cs->p[0]].fnuz, kind = cs->p[2], v = cs->p[3];
   static const int32_t bss[] = {1, 5, 16, 64};
   int32_t bs = (v & V_BIG) ? 16 : bss[rng_below(r, 4)];
-  int64_t T = (v & V_MANY) ? 3000 : (v & V_BIG) ? 300 : ops_rr(r, 8, 40);
+  int64_t T = (v & V_MANY) ? 3000 : (v & V_BIG) ? 300 : (v & V_DECODE) ? 256 : ops_rr(r, 8, 40);
+  if ((v & V_DECODE) && rng_below(r, 2)) T = ops_rr(r, 129, 255); /* else the widest, exactly */
   int64_t pages = (T + 8) / bs + 2, Tk = T + ((v & V_DP) ? 3 : 0);
   in->lead = (v & V_LEAD) ? OPS_GUARD : 0;
   in->check_nonfinite = (v & V_CHECK) != 0;
@@ -192,6 +195,8 @@ void ops_register_kv(ops_list *l) {
             "insert_%s_3d_padded_dp", n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_SKIP | V_CHECK | V_OLD, "insert_%s_skips", n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_DUP | V_BIG | V_PAD, "insert_%s_dup_slots_big", n);
+    ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_DUP | V_DECODE | V_OLD, "insert_%s_dup_slots_decode",
+            n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_DUP | V_BIG | V_MANY | V_OLD,
             "insert_%s_dup_slots_many", n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_BIG | V_SKIP | V_CHECK | V_3D,
