@@ -18,54 +18,78 @@ typedef struct {
   const uint8_t *base;
   int64_t page_stride, num_pages;
   int32_t bs, record, fnuz, vec_out, vec_c;
+  dpagediv bsd; /* division by bs: a shift for a power of two */
   record_layout layout;
   dnote note;
 } gather_params;
 
-/* Lane `lane`'s 16 output values of a main-cache record, as 8 bf16 pairs
- * (low half first).  OCP e4m3 and e2m1 through the hardware's exact
- * conversions (cuda_common.cuh), FNUZ through formats/ref.h's decoder; the
- * products are the reference's fp32 products either way. */
-static __device__ void dequant_lane(const gather_params *p, int lane, const uint8_t *values, const uint8_t *scales,
-                                    uint32_t *y) {
+/* What lane `lane` reads of a token's record: its codes (fp8: 16 bytes in
+ * w[0..3]; NVFP4: 8 bytes in w[0..1]; V4's RoPE lanes: 16 raw bf16 in
+ * w[0..7]) and its block's scale byte.  Loads only, so that a warp's tokens
+ * all issue theirs before the first is decoded. */
+typedef struct {
+  uint32_t w[8];
+  uint32_t sb;
+} glane;
+
+static __device__ __forceinline__ void load_lane(const gather_params *p, int lane, const uint8_t *values,
+                                                 const uint8_t *scales, glane *g) {
   if (p->record == DSV4KV_RECORD_NVFP4) {
-    /* e2m1 x 2^-14 times the scale x 2^14: both exact, and so is the product */
-    const float sv = e4m3_decode(scales[lane]) * 16384.0f;
+    g->sb = scales[lane];
     const uint8_t *b = values + 8 * lane;
-    uint32_t w[2];
     if (p->vec_c) {
       const uint2 v = __ldg((const uint2 *)b);
-      w[0] = v.x, w[1] = v.y;
+      g->w[0] = v.x, g->w[1] = v.y;
     } else {
-      for (int k = 0; k < 2; k++) w[k] = b[4 * k] | b[4 * k + 1] << 8 | b[4 * k + 2] << 16 | (uint32_t)b[4 * k + 3] << 24;
-    }
-    if (sv == sv) { /* every product exact with <= 6 bits: bf16 is its high half */
-      for (int i = 0; i < 8; i++) {
-        const float2 v = e2m1x2_decode_2m14((w[i / 4] >> (8 * (i % 4))) & 0xFF);
-        y[i] = bf16x2_high(v.x * sv, v.y * sv);
-      }
-      return;
-    }
-    for (int i = 0; i < 8; i++) { /* a NaN scale byte (from a cache never written) */
-      const float2 v = e2m1x2_decode_2m14((w[i / 4] >> (8 * (i % 4))) & 0xFF);
-      y[i] = bf16x2_of(v.x * sv, v.y * sv);
+      for (int k = 0; k < 2; k++)
+        g->w[k] = b[4 * k] | b[4 * k + 1] << 8 | b[4 * k + 2] << 16 | (uint32_t)b[4 * k + 3] << 24;
     }
     return;
   }
   if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) { /* RoPE dims: raw bf16 */
     const uint8_t *src = values + NOPE_DIM + 2 * (16 * lane - NOPE_DIM);
     const uint4 a = load16(src, p->vec_c), b = load16(src + 16, p->vec_c);
-    y[0] = a.x, y[1] = a.y, y[2] = a.z, y[3] = a.w, y[4] = b.x, y[5] = b.y, y[6] = b.z, y[7] = b.w;
+    g->w[0] = a.x, g->w[1] = a.y, g->w[2] = a.z, g->w[3] = a.w, g->w[4] = b.x, g->w[5] = b.y, g->w[6] = b.z,
+    g->w[7] = b.w;
     return;
   }
   const int group = p->record == DSV4KV_RECORD_V4 ? V4_BLOCK / 16 : MXFP8_BLOCK / 16;
-  const uint32_t sb = scales[lane / group];
-  const float s = ue8m0_decode_ftz((uint8_t)sb);
+  g->sb = scales[lane / group];
   const uint4 c = load16(values + 16 * lane, p->vec_c);
-  const uint32_t cw[4] = {c.x, c.y, c.z, c.w};
+  g->w[0] = c.x, g->w[1] = c.y, g->w[2] = c.z, g->w[3] = c.w;
+}
+
+/* Lane `lane`'s 16 output values of a main-cache record from what load_lane
+ * read, as 8 bf16 pairs (low half first).  OCP e4m3 and e2m1 through the
+ * hardware's exact conversions (cuda_common.cuh), FNUZ through formats/ref.h's
+ * decoder; the products are the reference's fp32 products either way. */
+static __device__ __forceinline__ void dequant_lane(const gather_params *p, int lane, const glane *g, uint32_t *y) {
+  if (p->record == DSV4KV_RECORD_NVFP4) {
+    /* e2m1 x 2^-14 times the scale x 2^14: both exact, and so is the product */
+    const float sv = e4m3_decode((uint8_t)g->sb) * 16384.0f;
+    if (sv == sv) { /* every product exact with <= 6 bits: bf16 is its high half */
+      for (int i = 0; i < 8; i++) {
+        const float2 v = e2m1x2_decode_2m14((g->w[i / 4] >> (8 * (i % 4))) & 0xFF);
+        y[i] = bf16x2_high(v.x * sv, v.y * sv);
+      }
+      return;
+    }
+    for (int i = 0; i < 8; i++) { /* a NaN scale byte (from a cache never written) */
+      const float2 v = e2m1x2_decode_2m14((g->w[i / 4] >> (8 * (i % 4))) & 0xFF);
+      y[i] = bf16x2_of(v.x * sv, v.y * sv);
+    }
+    return;
+  }
+  if (p->record == DSV4KV_RECORD_V4 && lane >= NOPE_DIM / 16) {
+    for (int i = 0; i < 8; i++) y[i] = g->w[i];
+    return;
+  }
+  const uint32_t sb = g->sb;
+  const float s = ue8m0_decode_ftz((uint8_t)sb);
+  const uint32_t *cw = g->w;
   /* A code is NaN when its low 7 bits are all set (the +1 carries into bit 7). */
-  const uint32_t nan_codes = ((c.x & 0x7F7F7F7Fu) + 0x01010101u) | ((c.y & 0x7F7F7F7Fu) + 0x01010101u) |
-                             ((c.z & 0x7F7F7F7Fu) + 0x01010101u) | ((c.w & 0x7F7F7F7Fu) + 0x01010101u);
+  const uint32_t nan_codes = ((cw[0] & 0x7F7F7F7Fu) + 0x01010101u) | ((cw[1] & 0x7F7F7F7Fu) + 0x01010101u) |
+                             ((cw[2] & 0x7F7F7F7Fu) + 0x01010101u) | ((cw[3] & 0x7F7F7F7Fu) + 0x01010101u);
   if (!p->fnuz && !(nan_codes & 0x80808080u) && sb >= 10 && sb <= 246) {
     /* 2^-117 <= the scale <= 2^119: every product of a code is a normal fp32
      * (or zero) of <= 4 significant bits, exact, so bf16 is its high half */
@@ -89,7 +113,35 @@ static __device__ void dequant_lane(const gather_params *p, int lane, const uint
   }
 }
 
-__global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
+/* Tokens a warp has in flight, both kernels: their page lookups, then their
+ * record loads, then their stores.  One (32 registers, 64 warps a
+ * multiprocessor) is the faster at decode sizes and for V4 and NVFP4 at any
+ * size; two (48 registers) for MXFP8 past decode sizes, whose 528-byte
+ * records straddle sectors: 64 x 16384 -4 %, 8 x 8192 -4 % (bench/NOTES-gpu.md
+ * run 30). */
+enum { GATHER_PAIR_MIN_ROWS = 1024 }; /* out rows from which MXFP8 takes two a warp */
+
+/* Token i of request r (lo <= i < hi): the record it reads into *pg / *in_page,
+ * or 0 after noting why none (lane 0 notes). */
+static __device__ __forceinline__ int token_record(const gather_params *p, int64_t r, int64_t i, int64_t pos,
+                                                   int lane, const uint8_t **pg, int64_t *in_page) {
+  const int64_t lp = dpd_page(p->bsd, pos);
+  if (lp >= p->max_pages) {
+    if (lane == 0) dnote1(p->note, skip_key(r, i, 32), SKIP_GATHER_COLUMN, r, pos, lp, p->max_pages, 0, 0);
+    return 0;
+  }
+  const int64_t page = dix_i32_2(p->block_table, r, lp);
+  if (page < 0 || page >= p->num_pages) {
+    if (lane == 0) dnote1(p->note, skip_key(r, i, 32), SKIP_GATHER_PAGE, r, lp, page, p->num_pages, 0, 0);
+    return 0;
+  }
+  *pg = p->base + page * p->page_stride;
+  *in_page = dpd_off(p->bsd, pos);
+  return 1;
+}
+
+/* The kernels' body: tpw tokens a warp in flight (a constant). */
+static __device__ __forceinline__ void gather_rows(const gather_params &p, const int tpw) {
   if (dnote_idle(p.note)) return;
   const int64_t r = blockIdx.x;
   const int lane = lane_id();
@@ -111,32 +163,36 @@ __global__ void __launch_bounds__(CUDA_BLOCK) gather_kernel(gather_params p) {
     }
   }
   const int64_t warps = (int64_t)gridDim.y * CUDA_WARPS;
-  for (int64_t i = lo + (int64_t)blockIdx.y * CUDA_WARPS + (threadIdx.x >> 5); i < hi; i += warps) {
-    const int64_t pos = seq_len - L + i; /* >= 0 */
-    const int64_t row = p.offset + i;    /* < max_tokens */
-    const int64_t key = skip_key(r, i, 32);
-    const int64_t lp = pos / p.bs;
-    if (lp >= p.max_pages) {
-      if (lane == 0) dnote1(p.note, key, SKIP_GATHER_COLUMN, r, pos, lp, p.max_pages, 0, 0);
-      continue;
+  for (int64_t i0 = lo + (int64_t)blockIdx.y * CUDA_WARPS + (threadIdx.x >> 5); i0 < hi; i0 += tpw * warps) {
+    glane g[2];
+    int ok[2];
+#pragma unroll
+    for (int k = 0; k < tpw; k++) { /* token i0 + k warps: pos = seq_len - L + i >= 0 */
+      const int64_t i = i0 + k * warps;
+      const uint8_t *pg = NULL;
+      int64_t in_page = 0;
+      ok[k] = i < hi && token_record(&p, r, i, seq_len - L + i, lane, &pg, &in_page);
+      if (ok[k])
+        load_lane(&p, lane, pg + record_values_off(&p.layout, p.bs, in_page),
+                  pg + record_scales_off(&p.layout, p.bs, in_page), &g[k]);
     }
-    const int64_t page = dix_i32_2(p.block_table, r, lp);
-    if (page < 0 || page >= p.num_pages) {
-      if (lane == 0) dnote1(p.note, key, SKIP_GATHER_PAGE, r, lp, page, p.num_pages, 0, 0);
-      continue;
+#pragma unroll
+    for (int k = 0; k < tpw; k++) {
+      if (!ok[k]) continue;
+      uint32_t y[8];
+      dequant_lane(&p, lane, &g[k], y);
+      uint8_t *dst = p.out + r * p.out_s0 + (p.offset + i0 + k * warps) * p.out_s1 + 32 * lane; /* row < max_tokens */
+      store16(dst, make_uint4(y[0], y[1], y[2], y[3]), p.vec_out);
+      store16(dst + 16, make_uint4(y[4], y[5], y[6], y[7]), p.vec_out);
     }
-    const uint8_t *pg = p.base + page * p.page_stride;
-    const int64_t in_page = pos % p.bs;
-    uint32_t y[8];
-    dequant_lane(&p, lane, pg + record_values_off(&p.layout, p.bs, in_page),
-                 pg + record_scales_off(&p.layout, p.bs, in_page), y);
-    uint8_t *dst = p.out + r * p.out_s0 + row * p.out_s1 + 32 * lane;
-    store16(dst, make_uint4(y[0], y[1], y[2], y[3]), p.vec_out);
-    store16(dst + 16, make_uint4(y[4], y[5], y[6], y[7]), p.vec_out);
   }
 }
 
-const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, NULL};
+/* resident blocks of 256 threads: 8 = 32 registers, 5 = 48 (no spills) */
+__global__ void __launch_bounds__(CUDA_BLOCK, 8) gather_kernel(gather_params p) { gather_rows(p, 1); }
+__global__ void __launch_bounds__(CUDA_BLOCK, 5) gather_pair_kernel(gather_params p) { gather_rows(p, 2); }
+
+const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, (const void *)gather_pair_kernel, NULL};
 
 enum { GATHER_BLOCKS = 2048 }; /* blocks a call fills before chunks stop at 64 a request */
 
@@ -164,6 +220,7 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
   p.page_stride = c->page_stride;
   p.num_pages = c->num_pages;
   p.bs = c->block_size;
+  p.bsd = dpagediv_of(p.bs);
   p.record = (int32_t)c->record;
   p.fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
   p.vec_out = cuda_aligned16(p.out, p.out_s0 | p.out_s1);
@@ -173,16 +230,21 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
   p.note.detail = 0;
   cuda_report_reset(&call, r, OP_GATHER);
   if (a->R > 0) {
-    /* Chunks per request: enough warps for the longest range out can hold
-     * (the range itself is only known on the device), at most 64 a request
-     * or, for few requests, as many as make GATHER_BLOCKS blocks in all:
-     * 8 long requests in 64 chunks would leave half the GPU's warps idle. */
+    /* Chunks per request: enough warps (tpw tokens each) for the longest
+     * range out can hold (the range itself is only known on the device), at
+     * most 64 a request or, for few requests, as many as make GATHER_BLOCKS
+     * blocks in all: 8 long requests in 64 chunks would leave half the GPU's
+     * warps idle. */
     const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
+    const int tpw = p.record == DSV4KV_RECORD_MXFP8 && rows_left >= GATHER_PAIR_MIN_ROWS ? 2 : 1;
     const int64_t most = a->R * 64 >= GATHER_BLOCKS ? 64 : (GATHER_BLOCKS + a->R - 1) / a->R;
-    int64_t chunks = (rows_left + CUDA_WARPS - 1) / CUDA_WARPS;
+    int64_t chunks = (rows_left + CUDA_WARPS * tpw - 1) / (CUDA_WARPS * tpw);
     chunks = chunks < 1 ? 1 : chunks > most ? most : chunks;
     const dim3 grid((unsigned)a->R, (unsigned)chunks);
-    CUDA_LAUNCH_REPORTED(gather_kernel, grid, call, p);
+    if (tpw == 2)
+      CUDA_LAUNCH_REPORTED(gather_pair_kernel, grid, call, p);
+    else
+      CUDA_LAUNCH_REPORTED(gather_kernel, grid, call, p);
   }
   return cuda_leave(&call, "dequantize_and_gather_k_cache");
 }

@@ -185,6 +185,11 @@ enum { INSERT_MIN_BLOCKS = DSV4KV_INSERT_MIN_BLOCKS };
  * keep CUDA_BLOCK, the row arithmetic of cuda_common.cuh's scan): 2-3 %
  * faster than 256 at >= 64k rows, as fast as 64 (bench/NOTES-gpu.md run 14). */
 enum { INSERT_BLOCK = 128 };
+/* Threads a block of the decode kernels (a -D for A/B runs) */
+#ifndef DSV4KV_INSERT_DECODE_BLOCK
+#define DSV4KV_INSERT_DECODE_BLOCK 128
+#endif
+enum { INSERT_DECODE_BLOCK = DSV4KV_INSERT_DECODE_BLOCK };
 __global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_v4_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_V4, 0);
 }
@@ -196,13 +201,13 @@ __global__ void __launch_bounds__(CUDA_BLOCK, INSERT_MIN_BLOCKS) insert_nvfp4_ke
 }
 /* Decode sizes (DEDUP_WARP): a few blocks, so registers are not what limits
  * them; the later rows' slots take 8 more (no spills). */
-__global__ void __launch_bounds__(INSERT_BLOCK) insert_v4_decode_kernel(insert_params p) {
+__global__ void __launch_bounds__(INSERT_DECODE_BLOCK) insert_v4_decode_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_V4, 1);
 }
-__global__ void __launch_bounds__(INSERT_BLOCK) insert_mxfp8_decode_kernel(insert_params p) {
+__global__ void __launch_bounds__(INSERT_DECODE_BLOCK) insert_mxfp8_decode_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_MXFP8, 1);
 }
-__global__ void __launch_bounds__(INSERT_BLOCK) insert_nvfp4_decode_kernel(insert_params p) {
+__global__ void __launch_bounds__(INSERT_DECODE_BLOCK) insert_nvfp4_decode_kernel(insert_params p) {
   insert_rows(p, DSV4KV_RECORD_NVFP4, 1);
 }
 
@@ -243,7 +248,9 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
     cuda_mark_rows(call.stream, &m);
     /* Smaller blocks (a warp a row) but for the shared scan's: a block's
      * slots free as soon as its few rows are done */
-    const int block = p.dd.mode == DEDUP_SHARED ? (int)CUDA_BLOCK : (int)INSERT_BLOCK;
+    const int block = p.dd.mode == DEDUP_SHARED ? (int)CUDA_BLOCK
+                      : p.dd.mode == DEDUP_WARP ? (int)INSERT_DECODE_BLOCK
+                                                : (int)INSERT_BLOCK;
     const int64_t blocks = (a->T + block / 32 - 1) / (block / 32);
     const unsigned grid = blocks > (1 << 24) ? (1u << 24) : (unsigned)blocks;
     const int warp = p.dd.mode == DEDUP_WARP;

@@ -20,8 +20,10 @@ enum {
   V_HUGE = 2048,    /* gather: lengths near 2^31 / offsets near 2^63, counted only  */
   V_MANY = 4096,    /* insert: 3000 rows, past the CUDA backend's shared-memory
                        duplicate scan (its slot marks, cuda_common.cuh)            */
-  V_DECODE = 8192   /* insert: 129-256 rows, the CUDA backend's register scan of
+  V_DECODE = 8192,  /* insert: 129-256 rows, the CUDA backend's register scan of
                        the later rows' slots at its widest (DEDUP_WARP_ROWS)      */
+  V_LONG = 16384    /* gather: >= 1024 out rows and up to 1024 tokens a request,
+                       the CUDA backend's two tokens a warp (MXFP8)                */
 };
 
 static const struct {
@@ -131,9 +133,10 @@ static void gen_gather(ops_inst *in, rng_t *r, const ops_case *cs) {
   dsv4kv_record rec = kRecs[cs->p[0]].rec;
   int fnuz = kRecs[cs->p[0]].fnuz, fill = cs->p[2], v = cs->p[3];
   static const int32_t bss[] = {1, 4, 16};
-  int32_t bs = (v & V_BIG) ? 16 : bss[rng_below(r, 3)];
-  int64_t pages = (v & V_BIG) ? 24 : ops_rr(r, 6, 12), R = (v & (V_BIG | V_SKIP)) ? 4 : ops_rr(r, 1, 4);
-  int64_t P = (v & V_BIG) ? 8 : ops_rr(r, 1, 4), pad = (v & V_PAD) ? 8 : 0;
+  int32_t bs = (v & V_LONG) ? 32 : (v & V_BIG) ? 16 : bss[rng_below(r, 3)];
+  int64_t pages = (v & V_LONG) ? 40 : (v & V_BIG) ? 24 : ops_rr(r, 6, 12);
+  int64_t R = (v & (V_BIG | V_SKIP | V_LONG)) ? 4 : ops_rr(r, 1, 4);
+  int64_t P = (v & V_LONG) ? 32 : (v & V_BIG) ? 8 : ops_rr(r, 1, 4), pad = (v & V_PAD) ? 8 : 0;
   int32_t seq[8], gl[8], bt[128]; /* R <= 4 requests, P <= 32 pages */
   if (fill == 1) bs = 16, P = pages; /* every code: each request reads every token */
   gather_lens(r, v, R, P, bs, pages, seq, gl, bt);
@@ -145,6 +148,7 @@ static void gen_gather(ops_inst *in, rng_t *r, const ops_case *cs) {
   for (int64_t i = 0; i < R; i++) max_tokens = gl[i] > max_tokens ? gl[i] : max_tokens;
   max_tokens += offset + ((v & V_SKIP) ? -ops_rr(r, 0, 2) : ops_rr(r, 0, 2));
   if (max_tokens < 1) max_tokens = 1;
+  if ((v & V_LONG) && max_tokens < 1024) max_tokens = 1024 + ops_rr(r, 0, 40);
   if (v & V_HUGE) { /* counted in bulk, never looped over */
     gl[0] = seq[0] = INT32_MAX;
     if (v & V_OFFSET) offset = INT64_MAX - ops_rr(r, 0, 3);
@@ -210,6 +214,9 @@ void ops_register_kv(ops_list *l) {
     ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, 0, V_SKIP | V_GL | V_OFFSET, "gather_%s_skips", n);
     ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, 0, V_SKIP, "gather_%s_skips_no_gather_lens", n);
     ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, 2, V_BIG | V_GL | V_3D, "gather_%s_big", n);
+    ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, 0, V_LONG | V_PAD, "gather_%s_long", n);
+    ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, 0, V_LONG | V_SKIP | V_GL | V_OFFSET, "gather_%s_long_skips",
+            n);
     ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, 0, V_HUGE | V_GL, "gather_%s_huge_lengths", n);
     ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, 0, V_HUGE | V_OFFSET, "gather_%s_huge_offset", n);
   }
