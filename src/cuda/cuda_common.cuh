@@ -272,8 +272,11 @@ typedef struct {
 } dlater;
 static __device__ __forceinline__ void dedup_warp_load(dlater *l, dix slots, int64_t T, int64_t t) {
   const int64_t left = T - (t + 1 + lane_id()); /* rows at and after this lane's first */
-  const int64_t *q = (const int64_t *)(slots.data + (t + 1 + lane_id()) * slots.s0 * 8);
-  for (int i = 0; i < DEDUP_WARP_ROWS / 32; i++, q += 32 * slots.s0) l->s[i] = 32 * i < left ? *q : -2;
+  /* unsigned: past T the address may wrap (a huge stride of a short view); it is never read there */
+  const uint64_t step = (uint64_t)slots.s0 * 8 * 32;
+  uint64_t q = (uint64_t)(uintptr_t)slots.data + (uint64_t)(t + 1 + lane_id()) * (uint64_t)slots.s0 * 8;
+  for (int i = 0; i < DEDUP_WARP_ROWS / 32; i++, q += step)
+    l->s[i] = 32 * i < left ? *(const int64_t *)(uintptr_t)q : -2;
 }
 
 /* DEDUP_WARP: whether a writing row after t names `slot` (a slot in range).

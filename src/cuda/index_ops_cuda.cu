@@ -75,6 +75,7 @@ typedef struct {
   int64_t T, R;
   int32_t window_size, compress_ratio, topk_n, M, N;
   int32_t vec; /* topk and combined contiguous along the row, rows 16-byte aligned */
+  dpagediv crd; /* division by compress_ratio: a shift for a power of two */
   dnote note;
 } combine_params;
 
@@ -92,8 +93,12 @@ static __device__ __forceinline__ combine_lens combine_lens_of(const combine_par
   const int64_t start_pos = seq_len - (qe - qs), gather_start = seq_len - gather_len;
   const int64_t t_lo = qs > 0 ? qs : 0, pos = start_pos + (t - qs);
   combine_lens z = {(int64_t)p->M * r, 0, 0, 0};
-  if (p->compress_ratio > 0) {
-    z.topk_len = (pos + 1) / p->compress_ratio;
+  if (p->compress_ratio > 0) { /* C's division (toward zero); a shift or 32 bits where that is the same */
+    const int64_t x = pos + 1;
+    z.topk_len = x < 0 ? x / p->compress_ratio
+                 : p->crd.shift >= 0 ? x >> p->crd.shift
+                 : x <= INT32_MAX ? (int64_t)((uint32_t)x / (uint32_t)p->compress_ratio)
+                                  : x / p->compress_ratio;
     if (z.topk_len > p->topk_n) z.topk_len = p->topk_n;
   }
   int64_t swa_start = pos - p->window_size + 1;
@@ -123,15 +128,22 @@ static __device__ __forceinline__ void combine_note_outside(const combine_params
   }
 }
 
-/* Token t's row as request r writes it (the block together).  Counters in
- * 32 bits: 0 <= topk_len <= topk_n and 0 <= swa_len <= window_size, both
- * int32; the values wrap as wrap32's.  NF: 16-byte accesses a thread in
- * flight, 2 or 4. */
-static __device__ __forceinline__ void combine_row(const combine_params *p, int64_t r, int64_t t, int64_t base,
+/* Request r's query range (rebased) and lengths, loaded together. */
+typedef struct {
+  int64_t qs, qe;
+  int32_t seq_len, gather_len;
+} combine_req;
+
+/* Token t's row as request r (its range and lengths in q) writes it (the
+ * block together).  Counters in 32 bits: 0 <= topk_len <= topk_n and 0 <=
+ * swa_len <= window_size, both int32; the values wrap as wrap32's.  NF:
+ * 16-byte accesses a thread in flight, 2 or 4.  (Loading the row before the
+ * requests are found cost 12 registers and T 4096 +0.5-0.9 us for -0.1 us
+ * at T 64: bench/NOTES-gpu.md run 32.) */
+static __device__ __forceinline__ void combine_row(const combine_params *p, int64_t r, int64_t t, combine_req q,
                                                    const int NF) {
   const uint32_t tid = threadIdx.x, bd = blockDim.x;
-  const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
-  const combine_lens z = combine_lens_of(p, r, t, qs, qe, dix_i32(p->seq_lens, r), dix_i32(p->gather_lens, r));
+  const combine_lens z = combine_lens_of(p, r, t, q.qs, q.qe, q.seq_len, q.gather_len);
   const uint32_t n = (uint32_t)z.topk_len, ns = (uint32_t)z.swa_len, mr = (uint32_t)z.Mr, first = (uint32_t)z.first;
   const uint8_t *tin = p->topk.data + t * p->topk.s0 * 4;
   uint8_t *cout = (uint8_t *)p->combined.data + t * p->combined.s0 * 4;
@@ -189,12 +201,17 @@ static __device__ __forceinline__ void combine_rows(combine_params p, const int 
     for (int64_t r0 = 0; r0 < p.R; r0 += 32) {
       const int64_t rr = r0 + lane;
       int holds = 0;
-      if (rr < p.R) {
-        const int64_t qs = dix_i32(p.qsl, rr) - base, qe = dix_i32(p.qsl, rr + 1) - base;
-        holds = qs <= t && t < qe;
+      combine_req q = {0, 0, 0, 0};
+      if (rr < p.R) { /* the range and both lengths at once: one latency */
+        q.qs = dix_i32(p.qsl, rr) - base, q.qe = dix_i32(p.qsl, rr + 1) - base;
+        q.seq_len = dix_i32(p.seq_lens, rr), q.gather_len = dix_i32(p.gather_lens, rr);
+        holds = q.qs <= t && t < q.qe;
       }
       for (unsigned m = __ballot_sync(FULL_MASK, holds); m; m &= m - 1) {
-        combine_row(&p, r0 + __ffs(m) - 1, t, base, NF);
+        const int src = __ffs(m) - 1;
+        const combine_req qr = {__shfl_sync(FULL_MASK, q.qs, src), __shfl_sync(FULL_MASK, q.qe, src),
+                                __shfl_sync(FULL_MASK, q.seq_len, src), __shfl_sync(FULL_MASK, q.gather_len, src)};
+        combine_row(&p, r0 + src, t, qr, NF);
         __syncthreads(); /* the next request's writes land after this one's */
       }
     }
@@ -214,7 +231,7 @@ extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o,
   if (st) return st;
   combine_params p = {dix_of(&a->topk), dix_of(&a->qsl), dix_of(&a->seq_lens), dix_of(&a->gather_lens),
                       dix_of(&a->combined), dix_of(&a->lens), a->T, a->R, a->window_size, a->compress_ratio,
-                      a->topk_n, a->M, a->N, combine_vec(a), {r, 0}};
+                      a->topk_n, a->M, a->N, combine_vec(a), dpagediv_of(a->compress_ratio), {r, 0}};
   cuda_report_reset(&call, r, OP_COMBINE);
   if (a->R > 0) { /* 4 16-byte loads in flight where a thread has more than 8 entries of a row */
     const unsigned f = (unsigned)cuda_index_threads_forced(), b = f ? f : index_block(a->T);

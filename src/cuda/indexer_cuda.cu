@@ -34,6 +34,8 @@ enum { IDX_TPW_WIDE = DSV4KV_INDEXER_TPW };
 enum { IDX_DPL_MAX = IDX_DPL(IDX_TPW_WIDE) };
 DSV4KV_STATIC_ASSERT(IDX_TPW_WIDE >= 2 && IDX_TPW_WIDE <= 4 && 32 % IDX_TPW_WIDE == 0, "tokens a warp");
 DSV4KV_STATIC_ASSERT((INDEXER_ROPE_FROM / 2) % (IDX_DPL_MAX / 2) == 0, "a lane is rotated whole or not at all");
+/* the decode kernels (one token a warp) load a lane's tables once: one chunk */
+DSV4KV_STATIC_ASSERT(IDX_DPL(1) / 2 == IDX_CHUNK(1), "one token a warp: a lane's pairs are one chunk");
 
 typedef struct {
   const uint8_t *k_pre;
@@ -314,8 +316,8 @@ static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *l
     const int rotated = write && i0 >= INDEXER_ROPE_FROM / 2; /* the whole lane, or none of it */
     for (int h0 = 0; h0 < dpl / 2; h0 += chunk) { /* `chunk` pairs: their weights, cos and sin */
       float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, sn[4] = {0.0f, 0.0f, 0.0f, 0.0f}, w[8];
-      if (warp) { /* loaded above */
-        for (int i = 0; i < 4; i++) c[i] = c0[i], sn[i] = sn0[i], w[i] = w0[i], w[4 + i] = w0[4 + i];
+      if (warp) { /* loaded above (the only chunk) */
+        for (int i = 0; i < chunk; i++) c[i] = c0[i], sn[i] = sn0[i], w[2 * i] = w0[2 * i], w[2 * i + 1] = w0[2 * i + 1];
       } else {
         load_tables(&p, cp, i0 + h0, chunk, rotated, c, sn, w);
       }
@@ -357,8 +359,9 @@ __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_ROW_MIN_BLOCKS) indexer_mx
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
   indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, 1, 0);
 }
-/* Decode sizes (DEDUP_WARP): one token a warp, the later rows' slots in
- * registers; a few blocks, so registers do not limit them. */
+/* Decode sizes (DEDUP_WARP): one token a warp (which the register scan and
+ * the tables loaded once assume), the later rows' slots in registers; a few
+ * blocks, so registers do not limit them. */
 __global__ void __launch_bounds__(CUDA_BLOCK) indexer_fp8_decode_kernel(indexer_params p) {
   indexer_rows(p, NULL, DSV4KV_RECORD_INDEXER_FP8, 1, 1);
 }

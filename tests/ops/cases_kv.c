@@ -132,8 +132,8 @@ static void gather_lens(rng_t *r, int v, int64_t R, int64_t P, int32_t bs, int64
 static void gen_gather(ops_inst *in, rng_t *r, const ops_case *cs) {
   dsv4kv_record rec = kRecs[cs->p[0]].rec;
   int fnuz = kRecs[cs->p[0]].fnuz, fill = cs->p[2], v = cs->p[3];
-  static const int32_t bss[] = {1, 4, 16};
-  int32_t bs = (v & V_LONG) ? 32 : (v & V_BIG) ? 16 : bss[rng_below(r, 3)];
+  static const int32_t bss[] = {1, 4, 16, 6}; /* 6: the division, not a shift */
+  int32_t bs = (v & V_LONG) ? 32 : (v & V_BIG) ? 16 : bss[rng_below(r, 4)];
   int64_t pages = (v & V_LONG) ? 40 : (v & V_BIG) ? 24 : ops_rr(r, 6, 12);
   int64_t R = (v & (V_BIG | V_SKIP | V_LONG)) ? 4 : ops_rr(r, 1, 4);
   int64_t P = (v & V_LONG) ? 32 : (v & V_BIG) ? 8 : ops_rr(r, 1, 4), pad = (v & V_PAD) ? 8 : 0;

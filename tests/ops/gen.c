@@ -135,9 +135,12 @@ void gen_cache_codes(uint8_t *page0, int64_t pages, int64_t page_stride, int32_t
 
 void gen_slots(rng_t *r, int64_t *s, int64_t T, int64_t nslots, int mode) {
   static const int64_t bad[] = {-2, -3, INT64_MIN, 0, 1, INT64_MAX, -1}; /* 0, 1: nslots + that */
-  if (mode == 2) { /* many rows per slot: the later row must win */
+  if (mode == 2) { /* many rows per slot: the later row must win; now and then a bad slot among them */
     int64_t n = T / 3 < nslots ? T / 3 : nslots;
-    for (int64_t t = 0; t < T; t++) s[t] = rng_below(r, 12) ? ops_rr(r, 0, n > 0 ? n - 1 : 0) : -1;
+    for (int64_t t = 0; t < T; t++) {
+      const uint32_t k = (uint32_t)rng_below(r, 24);
+      s[t] = k >= 2 ? ops_rr(r, 0, n > 0 ? n - 1 : 0) : k == 1 ? -1 : rng_below(r, 2) ? nslots : -2;
+    }
     return;
   }
   int64_t *perm = malloc((size_t)(nslots + 1) * sizeof *perm);
