@@ -303,7 +303,9 @@ static int parse_args(int argc, char **argv, bench_opts *o, bench_cli *c) {
   if (check_choices(o)) return 2;
   int any = 0;
   for (int i = 0, m; !c->from && (m = bench_case_matches(i, o->op, o->record, o->sizes)) != 0; i++) any |= m == 1;
-  if (!c->from && !any) return fprintf(stderr, "dsv4kv bench: no configuration matches the filters\n"), 2;
+  if (!c->from && !any)
+    return fprintf(stderr, "dsv4kv bench: no configuration matches the filters (--record: v4, mxfp8, nvfp4 for insert "
+                           "and gather, fp8, mxfp4 for indexer; global_topk, combine and flashinfer take none)\n"), 2;
   return 0;
 }
 
