@@ -15,7 +15,9 @@
 #                  e2m1 / bf16 conversions against formats/ref.h on every input
 #   memcheck       compute-sanitizer memcheck over the registry and test_cuda
 #   racecheck      compute-sanitizer racecheck over the registry's duplicate-
-#                  slot cases, the shared-memory duplicate scan forced
+#                  slot cases, the shared-memory duplicate scan forced;
+#                  memcheck and synccheck of the indexer cases with the
+#                  marks in the op's cooperative kernel forced (fused)
 #   run, run_trace dsv4kv run --device cuda on the default workload and on a
 #                  trace (DSV4KV_TRACES, else ../shared/traces, else
 #                  .gpu-traces/), with each op's GPU time and GB/s
@@ -123,6 +125,8 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
   step registry_dedup_shared env DSV4KV_CUDA_DEDUP=shared "$B/tests/ops_registry" --backend cuda --filter dup --rounds 4
   step registry_dedup_mark env DSV4KV_CUDA_DEDUP=mark "$B/tests/ops_registry" --backend cuda --rounds 4
   step registry_dedup_global env DSV4KV_CUDA_DEDUP=global "$B/tests/ops_registry" --backend cuda --filter dup --rounds 4
+  # the indexer's marks inside its kernel (cooperative) at every size, not only past 1024 rows
+  step registry_dedup_fused env DSV4KV_CUDA_DEDUP=fused "$B/tests/ops_registry" --backend cuda --filter indexer --rounds 4
   # the index ops at 32 threads a row: rows wider than a block holds at once
   step registry_index_narrow env DSV4KV_CUDA_INDEX_THREADS=32 "$B/tests/ops_registry" --backend cuda --rounds 2
   step golden "$B/dsv4kv" verify --device cuda tests/golden
@@ -132,6 +136,10 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
     step memcheck_registry compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
     step memcheck_registry_mark env DSV4KV_CUDA_DEDUP=mark compute-sanitizer --tool memcheck --error-exitcode 99 \
       "$B/tests/ops_registry" --backend cuda --filter dup
+    step memcheck_registry_fused env DSV4KV_CUDA_DEDUP=fused compute-sanitizer --tool memcheck --error-exitcode 99 \
+      "$B/tests/ops_registry" --backend cuda --filter indexer
+    step synccheck_registry_fused env DSV4KV_CUDA_DEDUP=fused compute-sanitizer --tool synccheck --error-exitcode 99 \
+      "$B/tests/ops_registry" --backend cuda --filter indexer
     step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
     step racecheck_registry env DSV4KV_CUDA_DEDUP=shared compute-sanitizer --tool racecheck --error-exitcode 99 \
       "$B/tests/ops_registry" --backend cuda --filter dup

@@ -33,7 +33,7 @@ fail=0
 for op in $ops; do
   case $op in
     insert_*) args=(--op insert --record "${op#insert_}" --sizes large) kernel=${op}_kernel ;;
-    indexer_*) args=(--op indexer --record "${op#indexer_}" --sizes prefill) kernel=${op}_kernel ;;
+    indexer_*) args=(--op indexer --record "${op#indexer_}" --sizes prefill) kernel="${op}(_fused)?_kernel" ;;
     *) echo "gpu-profile: unknown op '$op'" >&2; exit 2 ;;
   esac
   echo "== $op: durations"

@@ -106,25 +106,11 @@ void cuda_report_reset(cuda_call *c, dsv4kv_report *rep, op_id op) {
 }
 
 /* ---- DEDUP_MARK (cuda_common.cuh) ---------------------------------------- */
-static __device__ __forceinline__ unsigned int *mark_word(const mark_params *p, int64_t slot) {
-  uint8_t *page = p->base + dpd_page(p->bsd, slot) * p->page_stride; /* a shift, not a 64-bit division */
-  return (unsigned int *)(page + record_scales_off(&p->layout, p->bs, dpd_off(p->bsd, slot)));
-}
-
-/* Every named record's first scale word := the tag (below every mark). */
 __global__ void __launch_bounds__(CUDA_BLOCK) mark_reset_kernel(mark_params p) {
-  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < p.T; j += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t s = written_slot(p.slots, j, p.num_slots, p.positions, p.ratio, p.cs_rows);
-    if (s >= 0) *mark_word(&p, s) = p.d.tag;
-  }
+  mark_reset_rows(&p, (int64_t)blockIdx.x * blockDim.x + threadIdx.x, (int64_t)gridDim.x * blockDim.x);
 }
-
-/* ... then the largest mark of the rows naming it: the last row's. */
 __global__ void __launch_bounds__(CUDA_BLOCK) mark_max_kernel(mark_params p) {
-  for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < p.T; j += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t s = written_slot(p.slots, j, p.num_slots, p.positions, p.ratio, p.cs_rows);
-    if (s >= 0) atomicMax(mark_word(&p, s), p.d.tag | (uint32_t)(j + 1) << p.d.shift);
-  }
+  mark_max_rows(&p, (int64_t)blockIdx.x * blockDim.x + threadIdx.x, (int64_t)gridDim.x * blockDim.x);
 }
 
 int cuda_dedup_forced(void) {
@@ -132,7 +118,8 @@ int cuda_dedup_forced(void) {
   if (forced == -2) {
     const char *e = getenv("DSV4KV_CUDA_DEDUP");
     forced = !e ? -1 : !strcmp(e, "warp") ? DEDUP_WARP : !strcmp(e, "shared") ? DEDUP_SHARED
-                    : !strcmp(e, "mark") ? DEDUP_MARK : !strcmp(e, "global") ? DEDUP_GLOBAL : -1;
+                    : !strcmp(e, "mark") ? DEDUP_MARK : !strcmp(e, "global") ? DEDUP_GLOBAL
+                    : !strcmp(e, "fused") ? DEDUP_FUSED : -1;
   }
   return forced;
 }

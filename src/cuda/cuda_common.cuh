@@ -202,10 +202,15 @@ static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
  *                 either the winner's mark or the winner's data, never its own
  *                 mark.  Every mark is overwritten by its winner: nothing of it
  *                 survives the call;
+ *   DEDUP_FUSED   the marks of DEDUP_MARK made inside the op's own kernel
+ *                 (the indexer store): a cooperative launch whose grid waits
+ *                 at two grid barriers, after the marks' reset and after their
+ *                 maxima, while each warp's first rows load and quantize; no
+ *                 mark kernels, and the row's latency overlaps the marks';
  *   DEDUP_GLOBAL  the rest (records not 4-byte aligned, T >= 2^24): each warp
  *                 scans the later rows' slots in global memory, O(T^2 / 32).
  */
-enum { DEDUP_SHARED = 0, DEDUP_MARK = 1, DEDUP_GLOBAL = 2, DEDUP_WARP = 3 };
+enum { DEDUP_SHARED = 0, DEDUP_MARK = 1, DEDUP_GLOBAL = 2, DEDUP_WARP = 3, DEDUP_FUSED = 5 };
 enum { DEDUP_SHARED_ROWS = 1024, DEDUP_WARP_ROWS = 256 };
 /* DEDUP_NONE: no resolution at all, for A/B runs only (-DDSV4KV_AB_NO_DEDUP,
  * scripts/gpu-ab.sh's AB_CUDA_FLAGS): what the resolution costs a call.  A
@@ -319,7 +324,7 @@ typedef struct {
  *   UE8M0 and e4m3 scale bytes are never 0 (the amax floors give UE8M0 >= 1,
  *   NVFP4 scales >= 2^-9 = e4m3 0x01): mark = (t + 1) << 8, first byte 0;
  *   the indexer's fp32 scale 2^e is positive: mark = 2^31 | (t + 1). */
-/* The way DSV4KV_CUDA_DEDUP (warp, shared, mark, global) forces for the
+/* The way DSV4KV_CUDA_DEDUP (warp, shared, mark, global, fused) forces for the
  * tests, or -1 (read once; "warp" and "shared" apply only where the rows fit). */
 int cuda_dedup_forced(void);
 static inline ddedup dedup_mode_of(int64_t T, const record_layout *layout, int fp32_scale, const void *base,
@@ -343,6 +348,27 @@ static inline ddedup dedup_mode_of(int64_t T, const record_layout *layout, int f
   return d;
 }
 
+/* The first scale word of the record of `slot` (in range). */
+static __device__ __forceinline__ unsigned int *mark_word(const mark_params *p, int64_t slot) {
+  uint8_t *page = p->base + dpd_page(p->bsd, slot) * p->page_stride; /* a shift, not a 64-bit division */
+  return (unsigned int *)(page + record_scales_off(&p->layout, p->bs, dpd_off(p->bsd, slot)));
+}
+/* Rows first, first + step, ...: every named record's first scale word :=
+ * the tag (below every mark)... */
+static __device__ __forceinline__ void mark_reset_rows(const mark_params *p, int64_t first, int64_t step) {
+  for (int64_t j = first; j < p->T; j += step) {
+    const int64_t s = written_slot(p->slots, j, p->num_slots, p->positions, p->ratio, p->cs_rows);
+    if (s >= 0) *mark_word(p, s) = p->d.tag;
+  }
+}
+/* ... then the largest mark of the rows naming it: the last row's. */
+static __device__ __forceinline__ void mark_max_rows(const mark_params *p, int64_t first, int64_t step) {
+  for (int64_t j = first; j < p->T; j += step) {
+    const int64_t s = written_slot(p->slots, j, p->num_slots, p->positions, p->ratio, p->cs_rows);
+    if (s >= 0) atomicMax(mark_word(p, s), p->d.tag | (uint32_t)(j + 1) << p->d.shift);
+  }
+}
+
 /* Launches the two mark kernels when p->d.mode is DEDUP_MARK. */
 void cuda_mark_rows(cudaStream_t stream, const mark_params *p);
 
@@ -351,6 +377,12 @@ void cuda_mark_rows(cudaStream_t stream, const mark_params *p);
 /* fp8_quant_code of two values (OCP e4m3 only): NaN -> +max, then the
  * hardware's round-to-nearest-even encode with saturation to +-448, which
  * is e4m3_encode of the reference's clamped value. */
+/* e4m3x2_quant of two values that are not NaN: the hardware's encode alone. */
+static __device__ __forceinline__ uint32_t e4m3x2_quant_nonnan(float lo, float hi) {
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 static __device__ __forceinline__ uint32_t e4m3x2_quant(float lo, float hi) {
   /* satfinite clamps to +-448 as the reference's clamp does; only its NaN ->
    * +max is left to do */
@@ -407,6 +439,15 @@ static __device__ __forceinline__ uint32_t bf16x2_of(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   if (lo != lo) r = (r & 0xFFFF0000u) | 0x7FFFu;
   if (hi != hi) r = (r & 0x0000FFFFu) | 0x7FFF0000u;
+  return r;
+}
+
+/* The hardware's RNE of two values to bf16, low half first: f32_to_bf16 of
+ * each but for a NaN, which stays a NaN of another payload (callers whose
+ * stored bytes are the same for every NaN). */
+static __device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi) {
+  unsigned int r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
 

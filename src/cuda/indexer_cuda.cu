@@ -13,326 +13,226 @@
  * lane holds tpw of them, the butterfly's large strides run across
  * lanes and the last ones inside a lane, in the same order (every step adds
  * the same two values, and all lanes end equal).  rstd is the correctly
- * rounded 1/sqrt in double (formats/ref.h).  Then FP8 (group amax, codes
- * linear or tiled) or MXFP4 (blocks of 32 dims). */
-#include "cuda/cuda_common.cuh"
-#include "formats/e2m1_div.h"
+ * rounded 1/sqrt in double (formats/ref.h).  The norm's and RoPE's bf16
+ * roundings are the hardware's, two values an instruction; then FP8 (group
+ * amax, codes linear or tiled) or MXFP4 (blocks of 32 dims): the arithmetic
+ * is in src/cuda/indexer_quant.cuh.  Past DEDUP_SHARED_ROWS rows a call that
+ * fits the GPU at once marks its duplicate slots inside its own cooperative
+ * kernel (DEDUP_FUSED), else in two mark kernels before it. */
+#include <cooperative_groups.h>
 
-/* Tokens a warp: IDX_TPW_WIDE where the duplicate check is a mark (more
- * than DEDUP_SHARED_ROWS rows), 1 below: there each row scans the later
- * rows' slots with the whole warp, and a decode step's few rows want many
- * warps, not few full ones. */
-#ifndef DSV4KV_INDEXER_TPW
-#define DSV4KV_INDEXER_TPW 4
-#endif
-enum { IDX_TPW_WIDE = DSV4KV_INDEXER_TPW };
-#define IDX_LPT(tpw) (32 / (tpw))                            /* lanes a token */
-#define IDX_DPL(tpw) (INDEXER_DIM / IDX_LPT(tpw))            /* dims a lane */
-#define IDX_VPL(tpw) (IDX_DPL(tpw) / 4)                      /* the reference's 4-dim lanes in one lane */
-#define IDX_MX_LANES(tpw) (INDEXER_MXFP4_BLOCK / IDX_DPL(tpw)) /* lanes of an MXFP4 block */
-#define IDX_CHUNK(tpw) (IDX_DPL(tpw) / 2 < 4 ? IDX_DPL(tpw) / 2 : 4) /* pairs whose tables load together */
-enum { IDX_DPL_MAX = IDX_DPL(IDX_TPW_WIDE) };
-DSV4KV_STATIC_ASSERT(IDX_TPW_WIDE >= 2 && IDX_TPW_WIDE <= 4 && 32 % IDX_TPW_WIDE == 0, "tokens a warp");
-DSV4KV_STATIC_ASSERT((INDEXER_ROPE_FROM / 2) % (IDX_DPL_MAX / 2) == 0, "a lane is rotated whole or not at all");
-/* the decode kernels (one token a warp) load a lane's tables once: one chunk */
-DSV4KV_STATIC_ASSERT(IDX_DPL(1) / 2 == IDX_CHUNK(1), "one token a warp: a lane's pairs are one chunk");
+#include "cuda/indexer_quant.cuh"
 
+/* One group's row from its loads to its stores. */
 typedef struct {
-  const uint8_t *k_pre;
-  int64_t k_stride; /* bytes */
-  dix positions, slots;
-  const uint8_t *cos_sin, *weight;
-  int64_t cs_stride, w_stride; /* elements */
-  int64_t cs_rows;
-  int32_t cs_f32, w_f32;
-  int64_t T, num_slots, ratio;
-  float eps;
-  uint8_t *base;
-  int64_t page_stride;
-  int32_t bs, record, fnuz, tiled, mx_scale, check_nonfinite;
-  int32_t vec_k, vec4_c; /* 8-byte loads of k_pre rows; 4-byte stores on the cache */
-  int32_t vec_w, vec_cs; /* 4 table entries in one load (weight contiguous; cos_sin rows aligned) */
-  dpagediv bsd, rd;      /* division by the block size and by the compress ratio */
-  record_layout layout;
-  ddedup dd;
-  dnote note;
-} indexer_params;
+  uint32_t k[IDX_DPL_MAX / 2]; /* this lane's bf16 pairs, low half first */
+  int64_t t, slot, pos, cp;    /* cp: the cos_sin row */
+  int write;                   /* a group-boundary row with a valid slot and cos_sin row */
+} idx_row;
 
-static __device__ __forceinline__ float table_f(const uint8_t *t, int f32, int64_t off) {
-  return f32 ? *(const float *)(t + off * 4) : bf16_to_f32(*(const uint16_t *)(t + off * 2));
-}
-/* Entries off .. off+3 of a table of unit stride: one 16-byte (fp32) or
- * 8-byte (bf16) load when vec (the host checked the alignment of every
- * such off: a multiple of 4), else four. */
-static __device__ __forceinline__ void table_f4(const uint8_t *t, int f32, int64_t off, int vec, float *v) {
-  if (vec && f32) {
-    const float4 a = __ldg((const float4 *)(t + off * 4));
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
-  } else if (vec) {
-    const uint2 a = __ldg((const uint2 *)(t + off * 2));
-    v[0] = f32_from_bits(a.x << 16), v[1] = f32_from_bits(a.x & 0xFFFF0000u);
-    v[2] = f32_from_bits(a.y << 16), v[3] = f32_from_bits(a.y & 0xFFFF0000u);
-  } else {
-    for (int i = 0; i < 4; i++) v[i] = table_f(t, f32, off + i);
-  }
-}
-
-/* Across the lanes of one token's group (xor strides below IDX_LPT). */
-static __device__ __forceinline__ float group_max(float v, int lanes) {
-  for (int m = 1; m < lanes; m <<= 1) v = max_ignore_nan(v, __shfl_xor_sync(FULL_MASK, v, m));
-  return v;
-}
-static __device__ __forceinline__ int group_sum_i(int v, int tpw) {
-  for (int m = 1; m < IDX_LPT(tpw); m <<= 1) v += __shfl_xor_sync(FULL_MASK, v, m);
-  return v;
-}
-
-/* The reference's sum of squares of a 128-dim row (see the file comment):
- * kw[] this lane's IDX_DPL bf16 values, two a word (low half first). */
-static __device__ __forceinline__ float row_sum_squares(const uint32_t *kw, int tpw) {
-  const int vpl = IDX_VPL(tpw);
-  float a[IDX_DPL_MAX / 4];
-  for (int q = 0; q < vpl; q++) {
-    const uint32_t lo = kw[2 * q], hi = kw[2 * q + 1];
-    const float e0 = f32_from_bits(lo << 16), e1 = f32_from_bits(lo & 0xFFFF0000u);
-    const float e2 = f32_from_bits(hi << 16), e3 = f32_from_bits(hi & 0xFFFF0000u);
-    float acc = fmaf(e0, e0, e1 * e1);
-    acc = fmaf(e2, e2, acc);
-    a[q] = fmaf(e3, e3, acc);
-  }
-  for (int m = 16; m >= 1; m >>= 1) {
-    if (m >= vpl) {
-      for (int q = 0; q < vpl; q++) a[q] = a[q] + __shfl_xor_sync(FULL_MASK, a[q], m / vpl);
-    } else {
-      float b[IDX_DPL_MAX / 4];
-      for (int q = 0; q < vpl; q++) b[q] = a[q] + a[q ^ m];
-      for (int q = 0; q < vpl; q++) a[q] = b[q];
-    }
-  }
-  return a[0];
-}
-
-/* Value i of a lane's packed bf16 words, as fp32. */
-static __device__ __forceinline__ float bf16_at(const uint32_t *w, int i) {
-  return f32_from_bits(i % 2 ? w[i / 2] & 0xFFFF0000u : w[i / 2] << 16);
-}
-
-/* n bytes at p (n a multiple of 4), 4 at a time where the cache allows. */
-static __device__ __forceinline__ void store_n(uint8_t *p, const uint8_t *b, int n, int vec4) {
-  for (int i = 0; i < n; i += 4) store_small(p + i, b + i, 4, vec4);
-}
-
-/* FP8: lane j's IDX_DPL codes and, from the group's first lane, the scale's
- * 4 bytes in one store (DEDUP_MARK reads that word).  Every lane calls it;
- * only lanes with `mine` store. */
-static __device__ __forceinline__ void store_fp8(const indexer_params *p, uint8_t *page, int64_t pos,
-                                                 const uint32_t *r, int j, int mine, int tpw) {
+/* The lane's part of row t0 + g (none past T: row 0's, not written). */
+static __device__ __forceinline__ void row_load(const indexer_params &p, int64_t t0, int g, int j, int tpw, idx_row *r) {
   const int dpl = IDX_DPL(tpw);
-  float amax = 0.0f;
-  for (int i = 0; i < dpl; i++) amax = max_ignore_nan(amax, fabsf(bf16_at(r, i)));
-  amax = group_max(amax, IDX_LPT(tpw));
-  float scale;
-  uint8_t ue, codes[IDX_DPL_MAX];
-  const float inv = indexer_fp8_scale_ref(amax, p->fnuz, &scale, &ue);
-  if (p->fnuz) {
-    for (int i = 0; i < dpl; i++) codes[i] = fp8_quant_code(bf16_at(r, i) * inv, 1);
+  r->t = t0 + g;
+  const int live = r->t < p.T;
+  const uint8_t *row = p.k_pre + (live ? r->t : 0) * p.k_stride + 2 * dpl * j;
+  if (p.vec_k) {
+    for (int i = 0; i < dpl / 2; i += 2) {
+      const uint2 v = __ldg((const uint2 *)(row + 4 * i));
+      r->k[i] = v.x, r->k[i + 1] = v.y;
+    }
   } else {
-    for (int i = 0; i < dpl; i += 2) {
-      const uint32_t w = e4m3x2_quant(bf16_at(r, i) * inv, bf16_at(r, i + 1) * inv);
-      codes[i] = (uint8_t)w, codes[i + 1] = (uint8_t)(w >> 8);
-    }
-  }
-  if (!mine) return;
-  const int64_t off = p->tiled ? idx_tiled_off(pos, dpl * j) : record_values_off(&p->layout, p->bs, pos) + dpl * j;
-  store_n(page + off, codes, dpl, p->vec4_c);
-  if (j == 0) {
-    const uint32_t w = p->mx_scale ? ue * 0x01010101u : f32_bits(scale);
-    const uint8_t b[4] = {(uint8_t)w, (uint8_t)(w >> 8), (uint8_t)(w >> 16), (uint8_t)(w >> 24)};
-    store_small(page + record_scales_off(&p->layout, p->bs, pos), b, 4, p->vec4_c);
+    for (int i = 0; i < dpl / 2; i++)
+      r->k[i] = row[4 * i] | row[4 * i + 1] << 8 | row[4 * i + 2] << 16 | (uint32_t)row[4 * i + 3] << 24;
   }
 }
+static __device__ __forceinline__ void row_load_index(const indexer_params &p, idx_row *r) {
+  const int live = r->t < p.T;
+  r->slot = live ? dix_i64(p.slots, r->t) : -1;
+  r->pos = live ? dix_i64(p.positions, r->t) : 0;
+}
 
-/* MXFP4: blocks of 32 dims (IDX_MX_LANES lanes), lane j's IDX_DPL / 2 bytes,
- * the 4 scale bytes from the group's first lane in one store (DEDUP_MARK). */
-static __device__ __forceinline__ void store_mxfp4(const indexer_params *p, uint8_t *page, int64_t pos,
-                                                   const uint32_t *r, int j, int g, int mine, int tpw) {
+/* Whether the row writes, its cos_sin row, and the notes of a skipped one
+ * (from the group's first lane).  Returns the warp's vote: a row of it writes. */
+static __device__ __forceinline__ int row_check(const indexer_params &p, idx_row *r, int j) {
+  int write = r->slot != -1;
+  if (write && (r->slot < 0 || r->slot >= p.num_slots)) {
+    if (j == 0) dnote1(p.note, r->t, SKIP_SLOT, r->t, r->slot, p.num_slots, 0, 0, 0);
+    write = 0;
+  }
+  if (write && r->pos < 0) {
+    if (j == 0) dnote1(p.note, r->t, SKIP_POSITION_NEGATIVE, r->t, r->pos, 0, 0, 0, 0);
+    write = 0;
+  }
+  write = write && dpd_off(p.rd, r->pos) == p.ratio - 1; /* only group-boundary tokens write */
+  r->cp = write ? dpd_page(p.rd, r->pos) * p.ratio : 0;
+  if (write && r->cp >= p.cs_rows) {
+    if (j == 0) dnote1(p.note, r->t, SKIP_COS_SIN_ROW, r->t, r->pos, r->cp, p.cs_rows, 0, 0);
+    write = 0;
+  }
+  r->write = write;
+  return __any_sync(FULL_MASK, write);
+}
+
+/* rstd of the row (the reference's sum of squares) and the non-finite count
+ * of the writing rows: the norm once when it alone is non-finite (as the CPU
+ * counts).  Warp-collective. */
+static __device__ __forceinline__ float row_rstd(const indexer_params &p, const idx_row *r, int j, int tpw) {
   const int dpl = IDX_DPL(tpw);
-  const uint32_t mb = bf16x2_max_magnitude(r, dpl / 2); /* above 0x7F80: a NaN */
-  float amax = 0.0f, inv;
-  if (mb <= 0x7F80u)
-    amax = bf16_to_f32((uint16_t)mb);
-  else
-    for (int i = 0; i < dpl; i++) amax = max_ignore_nan(amax, fabsf(bf16_at(r, i)));
-  amax = group_max(amax, IDX_MX_LANES(tpw));
-  const uint8_t sb = mxfp4_block_scale_ref(amax, &inv);
-  uint8_t packed[IDX_DPL_MAX / 2];
-  const int l = (int)sb - 127;
-  if (mb <= 0x7F80u && l >= E2M1_PAIRS_POW2_MIN && l <= E2M1_PAIRS_POW2_MAX) {
-    /* e2m1_encode(x * 2^-l) is e2m1_encode_div(x) for sv = 2^l (x * 2^-l is
-     * exact, or far below the first midpoint): two values a compare */
-    const e2m1_bounds_bf16x2 b = e2m1_bounds_bf16x2_of(pow2f(l));
-    for (int i = 0; i < dpl / 2; i++) packed[i] = (uint8_t)e2m1x2_encode_bf16x2(r[i], &b);
-  } else { /* a NaN, or a scale whose midpoints are not normal bf16 values */
-    for (int i = 0; i < dpl; i += 2)
-      packed[i / 2] = (uint8_t)(e2m1_encode(bf16_at(r, i + 1) * inv) << 4 | e2m1_encode(bf16_at(r, i) * inv));
+  int norm_bad;
+  const float rstd = indexer_rstd_of_sum(row_sum_squares(r->k, tpw), p.eps, &norm_bad);
+  if (p.check_nonfinite) {
+    int nf = 0;
+    for (int i = 0; i < dpl / 2; i++) nf += (r->k[i] & 0x7F80u) == 0x7F80u, nf += (r->k[i] & 0x7F800000u) == 0x7F800000u;
+    const int in = group_sum_i(nf, tpw);
+    const unsigned c = r->write && j == 0 ? (unsigned)(in + (in == 0 && norm_bad)) : 0u;
+    const unsigned total = __reduce_add_sync(FULL_MASK, c);
+    if (lane_id() == 0) dnote_nonfinite(p.note, total);
   }
-  uint32_t sc[INDEXER_MXFP4_NUM_SCALES];
-  for (int k = 0; k < INDEXER_MXFP4_NUM_SCALES; k++)
-    sc[k] = __shfl_sync(FULL_MASK, (uint32_t)sb, g * IDX_LPT(tpw) + k * IDX_MX_LANES(tpw));
-  if (!mine) return;
-  uint8_t *values = page + record_values_off(&p->layout, p->bs, pos);
-  if (dpl / 2 >= 4)
-    store_n(values + dpl / 2 * j, packed, dpl / 2, p->vec4_c);
-  else
-    for (int i = 0; i < dpl / 2; i++) values[dpl / 2 * j + i] = packed[i];
-  if (j == 0) {
-    const uint8_t b[4] = {(uint8_t)sc[0], (uint8_t)sc[1], (uint8_t)sc[2], (uint8_t)sc[3]};
-    store_small(page + record_scales_off(&p->layout, p->bs, pos), b, 4, p->vec4_c);
+  return rstd;
+}
+
+/* RMSNorm and RoPE of the lane's pairs into res[] (bf16 pairs).  `tables`
+ * (the decode kernels: one chunk a lane) holds the weights and cos / sin
+ * loaded early; else they load here, where they are used (L1 / L2 hits: one
+ * table for all rows, one cos_sin row per position). */
+static __device__ __forceinline__ void row_norm_rope(const indexer_params &p, const idx_row *r, float rstd, int j,
+                                                     int tpw, const float *tables, uint32_t *res) {
+  const int dpl = IDX_DPL(tpw), chunk = IDX_CHUNK(tpw), i0 = dpl / 2 * j;
+  const int rotated = r->write && i0 >= INDEXER_ROPE_FROM / 2; /* the whole lane, or none of it */
+  for (int h0 = 0; h0 < dpl / 2; h0 += chunk) { /* `chunk` pairs: their weights, cos and sin */
+    float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, sn[4] = {0.0f, 0.0f, 0.0f, 0.0f}, w[8];
+    if (tables) {
+      for (int i = 0; i < chunk; i++) c[i] = tables[i], sn[i] = tables[4 + i], w[2 * i] = tables[8 + 2 * i], w[2 * i + 1] = tables[9 + 2 * i];
+    } else {
+      load_tables(&p, r->cp, i0 + h0, chunk, rotated, c, sn, w);
+    }
+    for (int h = h0; h < h0 + chunk; h++)
+      res[h] = norm_rope_pair(r->k[h], w[2 * (h - h0)], w[2 * (h - h0) + 1], c[h - h0], sn[h - h0], rstd);
   }
 }
 
-/* The norm weights of dims 2 h0 .. 2 (h0 + chunk) - 1 into w[0 .. 2 chunk) and, when
- * rotated, the cos / sin of pairs h0 .. h0 + chunk - 1 at cos_sin row cp into
- * c[], sn[] (else they keep the caller's 1 and 0). */
-static __device__ __forceinline__ void load_tables(const indexer_params *p, int64_t cp, int h0, int chunk, int rotated,
-                                                   float *c, float *sn, float *w) {
-  if (rotated) {
-    const int64_t off = cp * p->cs_stride + (h0 - INDEXER_ROPE_FROM / 2);
-    if (chunk == 4) {
-      table_f4(p->cos_sin, p->cs_f32, off, p->vec_cs, c);
-      table_f4(p->cos_sin, p->cs_f32, off + 32, p->vec_cs, sn);
-    } else {
-      for (int i = 0; i < chunk; i++)
-        c[i] = table_f(p->cos_sin, p->cs_f32, off + i), sn[i] = table_f(p->cos_sin, p->cs_f32, off + 32 + i);
-    }
-  }
-  for (int q = 0; q < 2 * chunk; q += 4) { /* entries 2 h0 + q ..: multiples of 4 */
-    if (p->vec_w)
-      table_f4(p->weight, p->w_f32, 2 * h0 + q, 1, w + q);
-    else
-      for (int i = q; i < q + 4; i++) w[i] = table_f(p->weight, p->w_f32, (2 * h0 + i) * p->w_stride);
-  }
+/* The lane's quantized part of the row into q[] and the scale word. */
+static __device__ __forceinline__ uint32_t row_quant(const indexer_params &p, const uint32_t *res, int rec, int g,
+                                                     int tpw, uint32_t *q) {
+  return rec == DSV4KV_RECORD_INDEXER_FP8 ? quant_fp8(&p, res, tpw, q) : quant_mxfp4(res, g, tpw, q);
+}
+
+/* The page and in-page position of a writing row's slot. */
+static __device__ __forceinline__ uint8_t *row_page(const indexer_params &p, const idx_row *r, int64_t *in_page) {
+  *in_page = r->write ? dpd_off(p.bsd, r->slot) : 0;
+  return p.base + (r->write ? dpd_page(p.bsd, r->slot) : 0) * p.page_stride;
 }
 
 /* Whether this group's row is the last to write its slot.  Warp-collective:
- * DEDUP_MARK reads the mark from each group's first lane; the scans
- * (DEDUP_SHARED, DEDUP_GLOBAL) run for one group's row at a time; `warp`
- * (DEDUP_WARP, one token a warp) compares the slots in lw. */
+ * DEDUP_MARK and DEDUP_FUSED read the mark from each group's first lane; the
+ * scans (DEDUP_SHARED, DEDUP_GLOBAL) run for one group's row at a time;
+ * `warp` (DEDUP_WARP, one token a warp) compares the slots in lw. */
 static __device__ __forceinline__ int row_is_last(const indexer_params *p, const int64_t *later, const dlater *lw,
-                                                  int64_t t, int64_t slot, const uint8_t *mark_word, int write, int g,
-                                                  int j, int tpw, int warp) {
-  if (p->dd.mode == DEDUP_MARK) {
-    unsigned int v = j == 0 && write ? __ldcg((const unsigned int *)mark_word) : 0u;
+                                                  const idx_row *r, const uint8_t *mark_word, int g, int j, int tpw,
+                                                  int warp) {
+  if (p->dd.mode == DEDUP_MARK || p->dd.mode == DEDUP_FUSED) {
+    unsigned int v = j == 0 && r->write ? __ldcg((const unsigned int *)mark_word) : 0u;
     v = __shfl_sync(FULL_MASK, v, g * IDX_LPT(tpw));
-    return write && v == (p->dd.tag | (uint32_t)(t + 1) << p->dd.shift);
+    return r->write && v == (p->dd.tag | (uint32_t)(r->t + 1) << p->dd.shift);
   }
   int last = 0;
   for (int k = 0; k < tpw; k++) {
     const int src = k * IDX_LPT(tpw);
-    if (!__shfl_sync(FULL_MASK, write, src)) continue; /* uniform: the same for every lane */
-    const int64_t tk = __shfl_sync(FULL_MASK, t, src), sk = __shfl_sync(FULL_MASK, slot, src);
+    if (!__shfl_sync(FULL_MASK, r->write, src)) continue; /* uniform: the same for every lane */
+    const int64_t tk = __shfl_sync(FULL_MASK, r->t, src), sk = __shfl_sync(FULL_MASK, r->slot, src);
     const int hit = warp ? later_row_writes_slot_warp(lw, tk, sk, p->positions, p->ratio, p->cs_rows)
                         : later_row_writes_slot(p->dd.mode, later, p->slots, p->T, tk, sk, p->positions, p->ratio,
                                                 p->cs_rows);
     if (g == k) last = !hit;
   }
-  return write && last;
+  return r->write && last;
 }
 
-/* The kernel body, compiled once a record (rec a constant: each kernel
- * holds only its own quantizer's registers and branches).  Every lane runs
- * every step (shuffles need the whole warp); `write` and `mine` gate the
- * stores. */
-static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *later, int rec, int tpw, int warp) {
-  if (dnote_idle(p.note)) return;
+/* The rows' loop, compiled once a record (rec a constant: each kernel holds
+ * only its own quantizer's registers and branches); rows from t_first on,
+ * IDX_TPW tokens a warp.  Every lane runs every step (shuffles need the whole
+ * warp); `write` and `mine` gate the stores. */
+static __device__ __forceinline__ void indexer_rows(const indexer_params &p, int64_t *later, int rec, int tpw, int warp,
+                                                    int64_t t_first) {
   const int lpt = IDX_LPT(tpw), dpl = IDX_DPL(tpw), chunk = IDX_CHUNK(tpw);
-  const int lane = lane_id(), g = lane / lpt, j = lane % lpt;
-  if (!warp && p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, p.positions, p.ratio, p.cs_rows);
+  const int g = lane_id() / lpt, j = lane_id() % lpt;
   const int64_t stride = warp_count_global() * tpw;
-  for (int64_t t0 = warp_id_global() * tpw; t0 < p.T; t0 += stride) {
-    const int64_t t = t0 + g;
-    const int live = t < p.T;
-    /* the row, its slot and position loaded together (one latency, not three) */
-    uint32_t k[IDX_DPL_MAX / 2]; /* bf16 pairs, low half first */
-    const uint8_t *row = p.k_pre + (live ? t : 0) * p.k_stride + 2 * dpl * j;
-    if (p.vec_k) {
-      for (int i = 0; i < dpl / 2; i += 2) {
-        const uint2 v = __ldg((const uint2 *)(row + 4 * i));
-        k[i] = v.x, k[i + 1] = v.y;
-      }
-    } else {
-      for (int i = 0; i < dpl / 2; i++)
-        k[i] = row[4 * i] | row[4 * i + 1] << 8 | row[4 * i + 2] << 16 | (uint32_t)row[4 * i + 3] << 24;
-    }
+  for (int64_t t0 = t_first; t0 < p.T; t0 += stride) {
+    idx_row r; /* the row, its slot and position loaded together (one latency, not three) */
+    row_load(p, t0, g, j, tpw, &r);
     dlater lw; /* the later rows' slots (DEDUP_WARP), with the row */
-    if (warp) dedup_warp_load(&lw, p.slots, p.T, t);
-    const int64_t slot = live ? dix_i64(p.slots, t) : -1;
-    const int64_t pos = live ? dix_i64(p.positions, t) : 0;
-    int write = slot != -1;
-    if (write && (slot < 0 || slot >= p.num_slots)) {
-      if (j == 0) dnote1(p.note, t, SKIP_SLOT, t, slot, p.num_slots, 0, 0, 0);
-      write = 0;
-    }
-    if (write && pos < 0) {
-      if (j == 0) dnote1(p.note, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
-      write = 0;
-    }
-    write = write && dpd_off(p.rd, pos) == p.ratio - 1; /* only group-boundary tokens write */
-    const int64_t cp = write ? dpd_page(p.rd, pos) * p.ratio : 0;
-    if (write && cp >= p.cs_rows) {
-      if (j == 0) dnote1(p.note, t, SKIP_COS_SIN_ROW, t, pos, cp, p.cs_rows, 0, 0);
-      write = 0;
-    }
-    if (!__any_sync(FULL_MASK, write)) continue; /* no row of this warp writes */
+    if (warp) dedup_warp_load(&lw, p.slots, p.T, r.t);
+    row_load_index(p, &r);
+    if (!row_check(p, &r, j)) continue; /* no row of this warp writes */
     /* The decode kernels (one chunk a lane) load the tables here, so that
      * their latency overlaps the norm and the duplicate check; the others
      * where they are used, to keep registers free. */
-    float c0[4] = {1.0f, 1.0f, 1.0f, 1.0f}, sn0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, w0[8];
-    if (warp) load_tables(&p, cp, dpl / 2 * j, chunk, write && dpl / 2 * j >= INDEXER_ROPE_FROM / 2, c0, sn0, w0);
-    const float acc = row_sum_squares(k, tpw);
-    int norm_bad;
-    const float rstd = indexer_rstd_of_sum(acc, p.eps, &norm_bad);
-    /* Counted before the duplicate check, the norm once when it alone is
-     * non-finite (as the CPU counts). */
-    if (p.check_nonfinite) {
-      int nf = 0;
-      for (int i = 0; i < dpl / 2; i++) nf += (k[i] & 0x7F80u) == 0x7F80u, nf += (k[i] & 0x7F800000u) == 0x7F800000u;
-      const int in = group_sum_i(nf, tpw);
-      const unsigned c = write && j == 0 ? (unsigned)(in + (in == 0 && norm_bad)) : 0u;
-      const unsigned total = __reduce_add_sync(FULL_MASK, c);
-      if (lane == 0) dnote_nonfinite(p.note, total);
-    }
-    uint8_t *page = p.base + (write ? dpd_page(p.bsd, slot) : 0) * p.page_stride;
-    const int64_t in_page = write ? dpd_off(p.bsd, slot) : 0;
-    const int mine =
-        row_is_last(&p, later, &lw, t, slot, page + record_scales_off(&p.layout, p.bs, in_page), write, g, j, tpw, warp);
+    float tables[16] = {1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (warp)
+      load_tables(&p, r.cp, dpl / 2 * j, chunk, r.write && dpl / 2 * j >= INDEXER_ROPE_FROM / 2, tables, tables + 4,
+                  tables + 8);
+    const float rstd = row_rstd(p, &r, j, tpw);
+    int64_t in_page;
+    uint8_t *page = row_page(p, &r, &in_page);
+    const int mine = row_is_last(&p, later, &lw, &r, page + record_scales_off(&p.layout, p.bs, in_page), g, j, tpw, warp);
     if (!__any_sync(FULL_MASK, mine)) continue;
-    /* pair i0 + h: dims 2(i0 + h), 2(i0 + h) + 1, its weights and cos / sin
-     * (dims below INDEXER_ROPE_FROM are not rotated) loaded here, where
-     * they are used (L1 / L2 hits: one table for all rows, one cos_sin row
-     * per position) */
-    const int i0 = dpl / 2 * j;
-    uint32_t r[IDX_DPL_MAX / 2]; /* the results, bf16 pairs (exact: they are bf16 values) */
-    const int rotated = write && i0 >= INDEXER_ROPE_FROM / 2; /* the whole lane, or none of it */
-    for (int h0 = 0; h0 < dpl / 2; h0 += chunk) { /* `chunk` pairs: their weights, cos and sin */
-      float c[4] = {1.0f, 1.0f, 1.0f, 1.0f}, sn[4] = {0.0f, 0.0f, 0.0f, 0.0f}, w[8];
-      if (warp) { /* loaded above (the only chunk) */
-        for (int i = 0; i < chunk; i++) c[i] = c0[i], sn[i] = sn0[i], w[2 * i] = w0[2 * i], w[2 * i + 1] = w0[2 * i + 1];
-      } else {
-        load_tables(&p, cp, i0 + h0, chunk, rotated, c, sn, w);
-      }
-      for (int h = h0; h < h0 + chunk; h++) {
-        float rr[2];
-        indexer_norm_rope_pair((uint16_t)k[h], (uint16_t)(k[h] >> 16), w[2 * (h - h0)], w[2 * (h - h0) + 1],
-                               c[h - h0], sn[h - h0], rstd, rr);
-        r[h] = f32_bits(rr[0]) >> 16 | (f32_bits(rr[1]) & 0xFFFF0000u);
-      }
-    }
-    if (rec == DSV4KV_RECORD_INDEXER_FP8)
-      store_fp8(&p, page, in_page, r, j, mine, tpw);
-    else
-      store_mxfp4(&p, page, in_page, r, j, g, mine, tpw);
+    uint32_t res[IDX_DPL_MAX / 2], q[IDX_DPL_MAX / 4 > 0 ? IDX_DPL_MAX / 4 : 1];
+    row_norm_rope(p, &r, rstd, j, tpw, warp ? tables : NULL, res);
+    const uint32_t sw = row_quant(p, res, rec, g, tpw, q);
+    if (mine) store_record(&p, page, in_page, rec, q, sw, j, tpw);
   }
+}
+
+/* DEDUP_FUSED (cuda_common.cuh), IDX_TPW_WIDE tokens a warp, launched
+ * cooperatively with a warp for every IDX_TPW_WIDE rows, all resident at
+ * once (the host checks both): the marks' reset, a grid barrier, their
+ * maxima, a grid barrier, the stores.  Each warp's rows load before the reset
+ * and are quantized while the grid meets at the first barrier, so their
+ * latency and the marks' overlap.  Every thread reaches both barriers.  (The
+ * quantization between the second barrier's arrival and its wait instead
+ * was 0.2 us slower at 16384 rows, bench/NOTES-gpu.md run 33.  A
+ * loop over more rows a warp spilled registers: larger calls take the mark
+ * kernels, whose cost they amortize.) */
+static __device__ __forceinline__ void indexer_rows_fused(const indexer_params &p, int rec) {
+  const int tpw = IDX_TPW_WIDE, lpt = IDX_LPT(tpw);
+  const int g = lane_id() / lpt, j = lane_id() % lpt;
+  const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  const mark_params m = {p.slots, p.positions, p.T, p.num_slots, p.ratio, p.cs_rows, p.base, p.page_stride, p.bs,
+                         p.layout, p.dd, p.bsd};
+  const int64_t tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, threads = (int64_t)gridDim.x * blockDim.x;
+  const int64_t t0 = warp_id_global() * tpw;
+  idx_row r;
+  row_load(p, t0, g, j, tpw, &r); /* in flight during the reset */
+  row_load_index(p, &r);
+  mark_reset_rows(&m, tid, threads);
+  cooperative_groups::grid_group::arrival_token reset = grid.barrier_arrive();
+  uint32_t q[IDX_DPL_MAX / 4], sw = 0;
+  int any = 0;
+  if (t0 < p.T && row_check(p, &r, j)) {
+    any = 1;
+    uint32_t res[IDX_DPL_MAX / 2];
+    row_norm_rope(p, &r, row_rstd(p, &r, j, tpw), j, tpw, NULL, res);
+    sw = row_quant(p, res, rec, g, tpw, q);
+  }
+  grid.barrier_wait(static_cast<cooperative_groups::grid_group::arrival_token &&>(reset));
+  mark_max_rows(&m, tid, threads);
+  grid.sync();
+  if (any) {
+    int64_t in_page;
+    uint8_t *page = row_page(p, &r, &in_page);
+    if (row_is_last(&p, NULL, NULL, &r, page + record_scales_off(&p.layout, p.bs, in_page), g, j, tpw, 0))
+      store_record(&p, page, in_page, rec, q, sw, j, tpw);
+  }
+}
+
+/* A kernel's body: pass 1 of a report has nothing to do unless pass 0
+ * skipped an entry; DEDUP_SHARED's blocks copy the later rows' slots first. */
+static __device__ __forceinline__ void indexer_kernel_body(const indexer_params &p, int64_t *later, int rec, int tpw,
+                                                           int warp) {
+  if (dnote_idle(p.note)) return;
+  if (!warp && p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, p.positions, p.ratio, p.cs_rows);
+  indexer_rows(p, later, rec, tpw, warp, warp_id_global() * tpw);
 }
 
 /* Resident blocks of 256 threads a multiprocessor: the register bounds that
@@ -344,35 +244,63 @@ static __device__ __forceinline__ void indexer_rows(indexer_params p, int64_t *l
 enum { INDEXER_MIN_BLOCKS = DSV4KV_INDEXER_MIN_BLOCKS, INDEXER_ROW_MIN_BLOCKS = 5 };
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_fp8_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, IDX_TPW_WIDE, 0);
+  indexer_kernel_body(p, later, DSV4KV_RECORD_INDEXER_FP8, IDX_TPW_WIDE, 0);
 }
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_mxfp4_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, IDX_TPW_WIDE, 0);
+  indexer_kernel_body(p, later, DSV4KV_RECORD_INDEXER_MXFP4, IDX_TPW_WIDE, 0);
 }
 /* One token a warp: rows that scan for duplicate slots (DEDUP_SHARED, DEDUP_GLOBAL). */
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_ROW_MIN_BLOCKS) indexer_fp8_row_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_FP8, 1, 0);
+  indexer_kernel_body(p, later, DSV4KV_RECORD_INDEXER_FP8, 1, 0);
 }
 __global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_ROW_MIN_BLOCKS) indexer_mxfp4_row_kernel(indexer_params p) {
   __shared__ int64_t later[DEDUP_SHARED_ROWS];
-  indexer_rows(p, later, DSV4KV_RECORD_INDEXER_MXFP4, 1, 0);
+  indexer_kernel_body(p, later, DSV4KV_RECORD_INDEXER_MXFP4, 1, 0);
 }
 /* Decode sizes (DEDUP_WARP): one token a warp (which the register scan and
  * the tables loaded once assume), the later rows' slots in registers; a few
  * blocks, so registers do not limit them. */
 __global__ void __launch_bounds__(CUDA_BLOCK) indexer_fp8_decode_kernel(indexer_params p) {
-  indexer_rows(p, NULL, DSV4KV_RECORD_INDEXER_FP8, 1, 1);
+  indexer_kernel_body(p, NULL, DSV4KV_RECORD_INDEXER_FP8, 1, 1);
 }
 __global__ void __launch_bounds__(CUDA_BLOCK) indexer_mxfp4_decode_kernel(indexer_params p) {
-  indexer_rows(p, NULL, DSV4KV_RECORD_INDEXER_MXFP4, 1, 1);
+  indexer_kernel_body(p, NULL, DSV4KV_RECORD_INDEXER_MXFP4, 1, 1);
+}
+/* DEDUP_FUSED: launched cooperatively (pass 0 only; a report's pass 1 runs
+ * indexer_*_kernel, which then finds no mark and stores nothing). */
+__global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_fp8_fused_kernel(indexer_params p) {
+  indexer_rows_fused(p, DSV4KV_RECORD_INDEXER_FP8);
+}
+__global__ void __launch_bounds__(CUDA_BLOCK, INDEXER_MIN_BLOCKS) indexer_mxfp4_fused_kernel(indexer_params p) {
+  indexer_rows_fused(p, DSV4KV_RECORD_INDEXER_MXFP4);
 }
 
 const void *const cuda_indexer_kernels[] = {(const void *)indexer_fp8_kernel,          (const void *)indexer_mxfp4_kernel,
                                             (const void *)indexer_fp8_row_kernel,      (const void *)indexer_mxfp4_row_kernel,
                                             (const void *)indexer_fp8_decode_kernel,   (const void *)indexer_mxfp4_decode_kernel,
+                                            (const void *)indexer_fp8_fused_kernel,    (const void *)indexer_mxfp4_fused_kernel,
                                             NULL};
+
+/* Blocks of `kernel` the device can hold at once for a cooperative launch,
+ * 0 where it cannot launch one (asked once a device and kernel). */
+static int fused_capacity(int dev, int fp8) {
+  static volatile int cap[64][2];
+  if (dev < 0 || dev >= 64) return 0;
+  if (cap[dev][fp8]) return cap[dev][fp8] > 0 ? cap[dev][fp8] : 0;
+  int coop = 0, sms = 0, per_sm = 0;
+  const void *k = fp8 ? (const void *)indexer_fp8_fused_kernel : (const void *)indexer_mxfp4_fused_kernel;
+  if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, CUDA_BLOCK, 0) != cudaSuccess) {
+    cudaGetLastError();
+    coop = 0;
+  }
+  const int n = coop ? sms * per_sm : 0;
+  cap[dev][fp8] = n > 0 ? n : -1;
+  return n > 0 ? n : 0;
+}
 
 extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
@@ -405,6 +333,7 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   p.check_nonfinite = o->check_nonfinite;
   p.vec_k = (uintptr_t)p.k_pre % 8 == 0 && p.k_stride % 8 == 0;
   p.vec4_c = (uintptr_t)p.base % 4 == 0 && p.page_stride % 4 == 0;
+  p.vec16_c = cuda_aligned16(p.base, p.page_stride);
   /* table_f4 reads entries 4m .. 4m+3 (weight) and row * cs_stride + 4m ..
    * (cos_sin): aligned when the base and the row stride are */
   const int64_t cs_bytes = p.cs_f32 ? 4 : 2, w_bytes = p.w_f32 ? 4 : 2;
@@ -421,14 +350,29 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   if (a->T > 0) {
     const mark_params m = {p.slots, p.positions, p.T, p.num_slots, p.ratio, p.cs_rows, p.base, p.page_stride, p.bs,
                            p.layout, p.dd, p.bsd};
-    cuda_mark_rows(call.stream, &m);
     const int fp8 = p.record == DSV4KV_RECORD_INDEXER_FP8;
-    if (p.dd.mode == DEDUP_MARK) { /* IDX_TPW_WIDE rows a warp */
-      const unsigned grid = cuda_grid_rows((a->T + IDX_TPW_WIDE - 1) / IDX_TPW_WIDE);
+    /* the marks inside the op's kernel (DEDUP_FUSED) unless forced apart */
+    const unsigned need = cuda_grid_rows((a->T + IDX_TPW_WIDE - 1) / IDX_TPW_WIDE);
+    const int fits = p.dd.mode == DEDUP_MARK && cuda_dedup_forced() != DEDUP_MARK &&
+                     (int64_t)need * CUDA_WARPS * IDX_TPW_WIDE >= a->T && need <= (unsigned)fused_capacity(call.dev, fp8);
+    if (fits) {
+      p.dd.mode = DEDUP_FUSED;
+      void *args[] = {&p};
+      cudaLaunchCooperativeKernel(fp8 ? (const void *)indexer_fp8_fused_kernel : (const void *)indexer_mxfp4_fused_kernel,
+                                  need, CUDA_BLOCK, args, 0, call.stream);
+      if (p.note.rep) { /* the describe pass: the marks are gone, nothing is stored */
+        p.note.detail = 1;
+        if (fp8)
+          indexer_fp8_kernel<<<need, CUDA_BLOCK, 0, call.stream>>>(p);
+        else
+          indexer_mxfp4_kernel<<<need, CUDA_BLOCK, 0, call.stream>>>(p);
+      }
+    } else if (p.dd.mode == DEDUP_MARK) { /* IDX_TPW_WIDE rows a warp */
+      cuda_mark_rows(call.stream, &m);
       if (fp8)
-        CUDA_LAUNCH_REPORTED(indexer_fp8_kernel, grid, call, p);
+        CUDA_LAUNCH_REPORTED(indexer_fp8_kernel, need, call, p);
       else
-        CUDA_LAUNCH_REPORTED(indexer_mxfp4_kernel, grid, call, p);
+        CUDA_LAUNCH_REPORTED(indexer_mxfp4_kernel, need, call, p);
     } else {
       const unsigned grid = cuda_grid_rows(a->T);
       const int warp = p.dd.mode == DEDUP_WARP;

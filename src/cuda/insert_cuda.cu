@@ -20,10 +20,33 @@ typedef struct {
   dpagediv bsd; /* division by bs: a shift for a power of two */
   int32_t record, fnuz, check_nonfinite;
   int32_t vec_k, vec_c, vec4_c; /* 16-byte accesses on k / on the cache; 4-byte scale words */
+  int32_t evict_k;              /* key rows loaded evict-first (16-byte aligned; see INSERT_EVICT_MAX_ROWS) */
   record_layout layout;
   ddedup dd;
   dnote note;
 } insert_params;
+
+/* Key rows loaded with an evict-first policy (insert_params.evict_k): they
+ * stream through L2 once, and the marks each row reads after the mark
+ * kernels wrote them (DEDUP_MARK) then stay there.  Measured on the H200
+ * (bench/NOTES-gpu.md run 37): at 65536 rows MXFP8 -13 %, NVFP4 -7 % (one
+ * mark a 528- / 288-byte record, 2 MiB of marks), V4 +3 % (its marks share
+ * sectors); at 524288 rows every record +2-4 % (16 MiB of marks); so token-
+ * major records up to 65536 rows.  The code values' stores with the same
+ * policy were slower at both sizes. */
+enum { INSERT_EVICT_MAX_ROWS = 65536 };
+static __device__ __forceinline__ void load_row16_evict_first(const uint8_t *k, uint16_t *x) {
+  uint64_t pol;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  uint32_t w[8];
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(k), "l"(pol));
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(w[4]), "=r"(w[5]), "=r"(w[6]), "=r"(w[7])
+               : "l"(k + 16), "l"(pol));
+  for (int i = 0; i < 8; i++) x[2 * i] = (uint16_t)w[i], x[2 * i + 1] = (uint16_t)(w[i] >> 16);
+}
 
 /* The UE8M0 byte and 2^-e of a block's floored amax: ue8m0_block_scale, with
  * the OCP exponent from amax's bits (ceil_log2_ratio_175). */
@@ -143,7 +166,10 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
   if (!warp && p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, no_positions, 1, 0);
   for (int64_t t = warp_id_global(); t < p.T; t += warp_count_global()) {
     uint16_t x[16]; /* loaded first: the row's latency overlaps the slots' */
-    load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
+    if (!warp && p.evict_k) /* (the decode kernels: a few rows, nothing to keep in L2) */
+      load_row16_evict_first(p.k + t * p.k_stride + 32 * lane, x);
+    else
+      load_bf16x16(p.k + t * p.k_stride + 32 * lane, p.vec_k, x);
     dlater lw;
     if (warp) dedup_warp_load(&lw, p.slots, p.T, t);
     const int64_t slot = dix_i64(p.slots, t);
@@ -239,6 +265,7 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
   p.vec4_c = (uintptr_t)p.base % 4 == 0 && p.page_stride % 4 == 0;
   p.layout = c->layout;
   p.dd = dedup_mode_of(a->T, &c->layout, 0, c->base, c->page_stride);
+  p.evict_k = p.vec_k && p.dd.mode == DEDUP_MARK && c->layout.org == PAGE_TOKEN_MAJOR && a->T <= INSERT_EVICT_MAX_ROWS;
   p.note.rep = r;
   p.note.detail = 0;
   cuda_report_reset(&call, r, OP_INSERT);

@@ -15,6 +15,8 @@
  *                E2M1_PAIRS_POW2_MIN .. MAX (the indexer's fast range)
  *   e2m1 decode  e2m1x2_decode_2m14 x (sv x 2^14) -> bf16x2_high (and
  *                bf16x2_of) == f32_to_bf16(e2m1_decode(c) * sv)
+ *   bf16 round   bf16x2_rn (cvt.rn.bf16x2.f32) == f32_to_bf16 for every fp32
+ *                in each half, a NaN staying a NaN
  *   scale exp    ceil_log2_ratio_bits (the device's UE8M0 exponent) == the
  *                double division and frexp for every normal fp32 amax and
  *                each quantizer maximum (448, 240, 6)
@@ -27,8 +29,8 @@
 #include "formats/e2m1_div.h"
 
 typedef struct {
-  unsigned long long bad[7];
-  unsigned long long first[7]; /* the first failing input, packed per check */
+  unsigned long long bad[8];
+  unsigned long long first[8]; /* the first failing input, packed per check */
 } results;
 
 __global__ void e4m3_encode_all(results *r) {
@@ -117,6 +119,20 @@ __global__ void scale_exp_all(results *r) {
   }
 }
 
+/* bf16x2_rn (the indexer's norm and RoPE) == f32_to_bf16 in each half, and
+ * a NaN stays a NaN. */
+__global__ void bf16_round_all(results *r) {
+  for (uint64_t u = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; u < (1ull << 32);
+       u += (uint64_t)gridDim.x * blockDim.x) {
+    const float f = f32_from_bits((uint32_t)u), z = f32_from_bits(0x3F800000u);
+    const uint32_t lo = bf16x2_rn(f, z), hi = bf16x2_rn(z, f);
+    const int bad = f == f ? (lo & 0xFFFF) != f32_to_bf16(f) || (hi >> 16) != f32_to_bf16(f) || (lo >> 16) != 0x3F80 ||
+                                 (hi & 0xFFFF) != 0x3F80
+                           : (lo & 0x7FFF) <= 0x7F80 || (hi >> 16 & 0x7FFF) <= 0x7F80;
+    if (bad && atomicAdd(&r->bad[7], 1ull) == 0) r->first[7] = u;
+  }
+}
+
 static int check(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return 0;
   fprintf(stderr, "exhaustive_cuda: %s: %s\n", what, cudaGetErrorString(e));
@@ -139,17 +155,19 @@ int main(void) {
   e2m1_pairs_pow2_all<<<((E2M1_PAIRS_POW2_MAX - E2M1_PAIRS_POW2_MIN + 1) << 16) / 256, 256>>>(d);
   e2m1_decode_all<<<256, 256>>>(d);
   scale_exp_all<<<4096, 256>>>(d);
+  bf16_round_all<<<4096, 256>>>(d);
   if (check(cudaGetLastError(), "launch") || check(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost), "copy back"))
     return 1;
   cudaFree(d);
-  static const char *const name[7] = {"e4m3 encode (2^32 fp32)", "fp8 decode (256 codes x 256 scales)",
+  static const char *const name[8] = {"e4m3 encode (2^32 fp32)", "fp8 decode (256 codes x 256 scales)",
                                       "e2m1 encode by compares (65536 bf16 x 126 scales)",
                                       "e2m1 decode (256 bytes x 256 scales)",
                                       "scale exponent from bits (every normal fp32 x 3 maxima)",
                                       "e2m1 encode two a word (every bf16 in each half x 126 scales)",
-                                      "e2m1 encode two a word, MXFP4 scales (every bf16 x 226 powers of 2)"};
+                                      "e2m1 encode two a word, MXFP4 scales (every bf16 x 226 powers of 2)",
+                                      "bf16 rounding of two values (2^32 fp32 in each half)"};
   int bad = 0;
-  for (int k = 0; k < 7; k++) {
+  for (int k = 0; k < 8; k++) {
     printf("%-62s %s", name[k], h.bad[k] ? "MISMATCH" : "identical");
     if (h.bad[k]) printf(": %llu inputs, the first 0x%llx", h.bad[k], h.first[k]);
     printf("\n");
