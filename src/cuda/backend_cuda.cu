@@ -178,6 +178,7 @@ extern "C" dsv4kv_status cuda_warmup(int device_id, int indexer, int32_t *kernel
             load_kernels(cuda_index_rows4_kernels, &loaded, err, sizeof err) ||
             load_kernels(cuda_flashinfer_kernels, &loaded, err, sizeof err) ||
             (indexer && load_kernels(cuda_indexer_kernels, &loaded, err, sizeof err));
+  if (!bad && indexer) cuda_indexer_fused_query(device_id);
   if (prev != device_id) cudaSetDevice(prev);
   if (kernels) *kernels = loaded;
   if (bad)

@@ -179,8 +179,9 @@ static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
 /* ---- duplicate slots: the last writing row wins ------------------------------
  *
  * Rows naming the same slot must leave the bytes of the last of them (the
- * CPU: threads own pages).  No workspace is allowed, so one of four ways,
- * chosen on the host (dedup_mode_of):
+ * CPU: threads own pages).  No workspace is allowed, so one of five ways,
+ * chosen on the host (dedup_mode_of; DEDUP_FUSED by cuda_indexer_store in
+ * place of DEDUP_MARK):
  *
  *   DEDUP_WARP    T <= DEDUP_WARP_ROWS (decode): the warp of row t loads the
  *                 slots of rows t+1 .. T-1 into registers itself (lane l rows
@@ -325,7 +326,9 @@ typedef struct {
  *   NVFP4 scales >= 2^-9 = e4m3 0x01): mark = (t + 1) << 8, first byte 0;
  *   the indexer's fp32 scale 2^e is positive: mark = 2^31 | (t + 1). */
 /* The way DSV4KV_CUDA_DEDUP (warp, shared, mark, global, fused) forces for the
- * tests, or -1 (read once; "warp" and "shared" apply only where the rows fit). */
+ * tests, or -1 (read once; "warp" and "shared" apply only where the rows fit;
+ * "fused" is the indexer store's: there dedup_mode_of gives DEDUP_MARK at any
+ * T, which the inserts take as it is). */
 int cuda_dedup_forced(void);
 static inline ddedup dedup_mode_of(int64_t T, const record_layout *layout, int fp32_scale, const void *base,
                                    int64_t page_stride) {
@@ -371,18 +374,22 @@ static __device__ __forceinline__ void mark_max_rows(const mark_params *p, int64
 
 /* Launches the two mark kernels when p->d.mode is DEDUP_MARK. */
 void cuda_mark_rows(cudaStream_t stream, const mark_params *p);
+/* Asks device dev once how many blocks of the indexer's fused kernels it
+ * holds at once (indexer_cuda.cu), so that a warm-up leaves nothing for a
+ * graph capture to query. */
+void cuda_indexer_fused_query(int dev);
 
 /* ---- fast exact conversions (sm_89+ cvt); each equals formats/ref.h's ------ */
 
-/* fp8_quant_code of two values (OCP e4m3 only): NaN -> +max, then the
- * hardware's round-to-nearest-even encode with saturation to +-448, which
- * is e4m3_encode of the reference's clamped value. */
 /* e4m3x2_quant of two values that are not NaN: the hardware's encode alone. */
 static __device__ __forceinline__ uint32_t e4m3x2_quant_nonnan(float lo, float hi) {
   unsigned short r;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
 }
+/* fp8_quant_code of two values (OCP e4m3 only): NaN -> +max, then the
+ * hardware's round-to-nearest-even encode with saturation to +-448, which
+ * is e4m3_encode of the reference's clamped value. */
 static __device__ __forceinline__ uint32_t e4m3x2_quant(float lo, float hi) {
   /* satfinite clamps to +-448 as the reference's clamp does; only its NaN ->
    * +max is left to do */
@@ -443,8 +450,9 @@ static __device__ __forceinline__ uint32_t bf16x2_of(float lo, float hi) {
 }
 
 /* The hardware's RNE of two values to bf16, low half first: f32_to_bf16 of
- * each but for a NaN, which stays a NaN of another payload (callers whose
- * stored bytes are the same for every NaN). */
+ * each (tests/cuda/exhaustive_cuda.cu, every fp32), without bf16x2_of's
+ * fix-up of a NaN, which the hardware makes 0x7FFF (NUMERICS §9); its callers
+ * do not rely on that: every NaN gives them the same stored bytes. */
 static __device__ __forceinline__ uint32_t bf16x2_rn(float lo, float hi) {
   unsigned int r;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));

@@ -151,7 +151,7 @@ static __device__ __forceinline__ int row_is_last(const indexer_params *p, const
 
 /* The rows' loop, compiled once a record (rec a constant: each kernel holds
  * only its own quantizer's registers and branches); rows from t_first on,
- * IDX_TPW tokens a warp.  Every lane runs every step (shuffles need the whole
+ * tpw tokens a warp.  Every lane runs every step (shuffles need the whole
  * warp); `write` and `mine` gate the stores. */
 static __device__ __forceinline__ void indexer_rows(const indexer_params &p, int64_t *later, int rec, int tpw, int warp,
                                                     int64_t t_first) {
@@ -236,8 +236,9 @@ static __device__ __forceinline__ void indexer_kernel_body(const indexer_params 
 }
 
 /* Resident blocks of 256 threads a multiprocessor: the register bounds that
- * spill nothing (ptxas -v): IDX_TPW_WIDE = 4 tokens a warp 64 registers, 1
- * token 48. */
+ * spill nothing (ptxas -v, nvcc 13.0): IDX_TPW_WIDE = 4 tokens a warp 64
+ * registers (the fused kernels too; their MXFP4 one spills 12 bytes), 1
+ * token 40-44. */
 #ifndef DSV4KV_INDEXER_MIN_BLOCKS
 #define DSV4KV_INDEXER_MIN_BLOCKS (IDX_TPW_WIDE >= 4 ? 4 : 5)
 #endif
@@ -283,23 +284,73 @@ const void *const cuda_indexer_kernels[] = {(const void *)indexer_fp8_kernel,   
                                             (const void *)indexer_fp8_fused_kernel,    (const void *)indexer_mxfp4_fused_kernel,
                                             NULL};
 
-/* Blocks of `kernel` the device can hold at once for a cooperative launch,
- * 0 where it cannot launch one (asked once a device and kernel). */
+/* Blocks of the fused kernel of the record (fp8: FP8, else MXFP4) that
+ * device dev holds at once for a cooperative launch, or 0 where it cannot
+ * launch one.  The answer is kept once it is known; a failed query is not
+ * kept, so a later call asks again. */
+static volatile int fused_cap[64][2];
 static int fused_capacity(int dev, int fp8) {
-  static volatile int cap[64][2];
   if (dev < 0 || dev >= 64) return 0;
-  if (cap[dev][fp8]) return cap[dev][fp8] > 0 ? cap[dev][fp8] : 0;
+  if (fused_cap[dev][fp8]) return fused_cap[dev][fp8] > 0 ? fused_cap[dev][fp8] : 0;
   int coop = 0, sms = 0, per_sm = 0;
   const void *k = fp8 ? (const void *)indexer_fp8_fused_kernel : (const void *)indexer_mxfp4_fused_kernel;
   if (cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, CUDA_BLOCK, 0) != cudaSuccess) {
     cudaGetLastError();
-    coop = 0;
+    return 0;
   }
   const int n = coop ? sms * per_sm : 0;
-  cap[dev][fp8] = n > 0 ? n : -1;
+  fused_cap[dev][fp8] = n > 0 ? n : -1;
   return n > 0 ? n : 0;
+}
+
+void cuda_indexer_fused_query(int dev) {
+  fused_capacity(dev, 1);
+  fused_capacity(dev, 0);
+}
+
+/* The call's kernels once its parameters are set: the fused kernel where the
+ * rows fit the GPU at once (else, or where the cooperative launch is refused,
+ * e.g. on a stream of a green context with fewer multiprocessors, the mark
+ * kernels and the 4-row kernel), the row kernels at the sizes that scan. */
+static void indexer_launch(const cuda_call &call, indexer_params &p, const mark_params &m, int fp8) {
+  const unsigned need = cuda_grid_rows((p.T + IDX_TPW_WIDE - 1) / IDX_TPW_WIDE);
+  const int fits = p.dd.mode == DEDUP_MARK && cuda_dedup_forced() != DEDUP_MARK &&
+                   (int64_t)need * CUDA_WARPS * IDX_TPW_WIDE >= p.T && need <= (unsigned)fused_capacity(call.dev, fp8);
+  if (fits) {
+    indexer_params f = p;
+    f.dd.mode = DEDUP_FUSED;
+    void *args[] = {&f};
+    const cudaError_t e = cudaLaunchCooperativeKernel(
+        fp8 ? (const void *)indexer_fp8_fused_kernel : (const void *)indexer_mxfp4_fused_kernel, need, CUDA_BLOCK, args,
+        0, call.stream);
+    if (e == cudaSuccess) {
+      if (f.note.rep) { /* the describe pass: the marks are gone, nothing is stored */
+        f.note.detail = 1;
+        if (fp8)
+          indexer_fp8_kernel<<<need, CUDA_BLOCK, 0, call.stream>>>(f);
+        else
+          indexer_mxfp4_kernel<<<need, CUDA_BLOCK, 0, call.stream>>>(f);
+      }
+      return;
+    }
+    cudaGetLastError(); /* refused before it ran (nothing written): the marks' kernels instead */
+  }
+  if (p.dd.mode == DEDUP_MARK) { /* IDX_TPW_WIDE rows a warp */
+    cuda_mark_rows(call.stream, &m);
+    if (fp8)
+      CUDA_LAUNCH_REPORTED(indexer_fp8_kernel, need, call, p);
+    else
+      CUDA_LAUNCH_REPORTED(indexer_mxfp4_kernel, need, call, p);
+    return;
+  }
+  const unsigned grid = cuda_grid_rows(p.T);
+  const int warp = p.dd.mode == DEDUP_WARP;
+  if (fp8)
+    CUDA_LAUNCH_REPORTED(warp ? indexer_fp8_decode_kernel : indexer_fp8_row_kernel, grid, call, p);
+  else
+    CUDA_LAUNCH_REPORTED(warp ? indexer_mxfp4_decode_kernel : indexer_mxfp4_row_kernel, grid, call, p);
 }
 
 extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_opts *o, dsv4kv_report *r) {
@@ -350,37 +401,7 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   if (a->T > 0) {
     const mark_params m = {p.slots, p.positions, p.T, p.num_slots, p.ratio, p.cs_rows, p.base, p.page_stride, p.bs,
                            p.layout, p.dd, p.bsd};
-    const int fp8 = p.record == DSV4KV_RECORD_INDEXER_FP8;
-    /* the marks inside the op's kernel (DEDUP_FUSED) unless forced apart */
-    const unsigned need = cuda_grid_rows((a->T + IDX_TPW_WIDE - 1) / IDX_TPW_WIDE);
-    const int fits = p.dd.mode == DEDUP_MARK && cuda_dedup_forced() != DEDUP_MARK &&
-                     (int64_t)need * CUDA_WARPS * IDX_TPW_WIDE >= a->T && need <= (unsigned)fused_capacity(call.dev, fp8);
-    if (fits) {
-      p.dd.mode = DEDUP_FUSED;
-      void *args[] = {&p};
-      cudaLaunchCooperativeKernel(fp8 ? (const void *)indexer_fp8_fused_kernel : (const void *)indexer_mxfp4_fused_kernel,
-                                  need, CUDA_BLOCK, args, 0, call.stream);
-      if (p.note.rep) { /* the describe pass: the marks are gone, nothing is stored */
-        p.note.detail = 1;
-        if (fp8)
-          indexer_fp8_kernel<<<need, CUDA_BLOCK, 0, call.stream>>>(p);
-        else
-          indexer_mxfp4_kernel<<<need, CUDA_BLOCK, 0, call.stream>>>(p);
-      }
-    } else if (p.dd.mode == DEDUP_MARK) { /* IDX_TPW_WIDE rows a warp */
-      cuda_mark_rows(call.stream, &m);
-      if (fp8)
-        CUDA_LAUNCH_REPORTED(indexer_fp8_kernel, need, call, p);
-      else
-        CUDA_LAUNCH_REPORTED(indexer_mxfp4_kernel, need, call, p);
-    } else {
-      const unsigned grid = cuda_grid_rows(a->T);
-      const int warp = p.dd.mode == DEDUP_WARP;
-      if (fp8)
-        CUDA_LAUNCH_REPORTED(warp ? indexer_fp8_decode_kernel : indexer_fp8_row_kernel, grid, call, p);
-      else
-        CUDA_LAUNCH_REPORTED(warp ? indexer_mxfp4_decode_kernel : indexer_mxfp4_row_kernel, grid, call, p);
-    }
+    indexer_launch(call, p, m, p.record == DSV4KV_RECORD_INDEXER_FP8);
   }
   return cuda_leave(&call, "indexer_k_norm_rope_store");
 }

@@ -113,11 +113,13 @@ static __device__ __forceinline__ float group_max_nonneg(float v, int lanes) {
 }
 
 /* A lane's NaN-ignoring amax of its IDX_DPL results r (bf16 pairs); *finite
- * = 1 when none is a NaN or an Inf.  16-bit maxima of the magnitudes' bits;
- * a lane holding a NaN takes the per-value maximum. */
-static __device__ __forceinline__ float lane_amax(const uint32_t *r, int dpl, int *finite) {
+ * = 1 when none is a NaN or an Inf, *nonan = 1 when none is a NaN.  16-bit
+ * maxima of the magnitudes' bits; a lane holding a NaN takes the per-value
+ * maximum. */
+static __device__ __forceinline__ float lane_amax(const uint32_t *r, int dpl, int *finite, int *nonan) {
   const uint32_t mb = bf16x2_max_magnitude(r, dpl / 2); /* above 0x7F80: a NaN */
   *finite = mb < 0x7F80u;
+  *nonan = mb <= 0x7F80u;
   if (mb <= 0x7F80u) return bf16_to_f32((uint16_t)mb);
   float amax = 0.0f;
   for (int i = 0; i < dpl; i++) amax = max_ignore_nan(amax, fabsf(bf16_at(r, i)));
@@ -131,8 +133,8 @@ static __device__ __forceinline__ float lane_amax(const uint32_t *r, int dpl, in
  * NaN fix-up. */
 static __device__ __forceinline__ uint32_t quant_fp8(const indexer_params *p, const uint32_t *r, int tpw, uint32_t *cw) {
   const int dpl = IDX_DPL(tpw);
-  int finite;
-  const float amax = group_max_nonneg(lane_amax(r, dpl, &finite), IDX_LPT(tpw));
+  int finite, nonan;
+  const float amax = group_max_nonneg(lane_amax(r, dpl, &finite, &nonan), IDX_LPT(tpw));
   float scale;
   uint8_t ue;
   const float inv = indexer_fp8_scale_ref(amax, p->fnuz, &scale, &ue);
@@ -159,14 +161,13 @@ static __device__ __forceinline__ uint32_t quant_fp8(const indexer_params *p, co
  * scale bytes as a word (every lane the same).  Every lane calls it. */
 static __device__ __forceinline__ uint32_t quant_mxfp4(const uint32_t *r, int g, int tpw, uint32_t *pw) {
   const int dpl = IDX_DPL(tpw);
-  int finite;
-  const float amax = group_max_nonneg(lane_amax(r, dpl, &finite), IDX_MX_LANES(tpw));
+  int finite, nonan;
+  const float amax = group_max_nonneg(lane_amax(r, dpl, &finite, &nonan), IDX_MX_LANES(tpw));
   float inv;
   const uint8_t sb = mxfp4_block_scale_ref(amax, &inv);
-  uint32_t packed[IDX_DPL_MAX / 2];
+  uint32_t packed[IDX_DPL_MAX / 2 > 4 ? IDX_DPL_MAX / 2 : 4] = {0}; /* one token a warp: 2 bytes a lane */
   const int l = (int)sb - 127;
-  const uint32_t mb = bf16x2_max_magnitude(r, dpl / 2);
-  if (mb <= 0x7F80u && l >= E2M1_PAIRS_POW2_MIN && l <= E2M1_PAIRS_POW2_MAX) {
+  if (nonan && l >= E2M1_PAIRS_POW2_MIN && l <= E2M1_PAIRS_POW2_MAX) {
     /* e2m1_encode(x * 2^-l) is e2m1_encode_div(x) for sv = 2^l (x * 2^-l is
      * exact, or far below the first midpoint): two values a compare */
     const e2m1_bounds_bf16x2 b = e2m1_bounds_bf16x2_of(pow2f(l));
