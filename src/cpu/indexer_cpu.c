@@ -61,32 +61,6 @@ static int writes(const indexer_job *j, int64_t t) {
   return pos >= 0 && pd_off(j->crd, pos) == j->a->compress_ratio - 1;
 }
 
-/* Rows prefetched ahead of the one quantized (the SIMD paths): its k_pre
- * row, its cos_sin row and its record, each a miss of ~100 ns otherwise
- * that the ~150 ns of a row's work waited on (rows go in page order, which
- * for a prefill's slots is row order). */
-enum { INDEXER_PREFETCH = 3 };
-
-static void prefetch_row(const indexer_job *j, int64_t t) {
-  const indexer_args *a = j->a;
-  const cache_view *c = &a->cache;
-  const uint8_t *k = a->k_pre.data + t * a->k_pre.stride[0] * 2;
-  for (int b = 0; b < INDEXER_DIM * 2; b += 64) __builtin_prefetch(k + b);
-  const int64_t pos = tv_i64_1(&a->positions, t), slot = tv_i64_1(&a->slots, t);
-  if (pos < 0 || slot < 0 || slot >= c->num_pages * c->block_size) return;
-  const int64_t cp = pd_page(j->crd, pos) * a->compress_ratio;
-  if (cp < a->cos_sin.shape[0]) {
-    const int64_t esz = a->cos_sin_dt == DT_F32 ? 4 : 2;
-    const uint8_t *cs = a->cos_sin.data + cp * a->cos_sin.stride[0] * esz;
-    for (int b = 0; b < (INDEXER_DIM - INDEXER_ROPE_FROM) * esz; b += 64) __builtin_prefetch(cs + b);
-  }
-  uint8_t *page = c->base + pd_page(j->bsd, slot) * c->page_stride;
-  const int64_t p = pd_off(j->bsd, slot);
-  __builtin_prefetch(page + record_values_off(&c->layout, c->block_size, p), 1);
-  __builtin_prefetch(page + record_values_off(&c->layout, c->block_size, p) + c->layout.value_bytes - 1, 1);
-  __builtin_prefetch(page + record_scales_off(&c->layout, c->block_size, p), 1);
-}
-
 /* One row with a valid slot; returns its non-finite count (SPEC §7).  On
  * the SIMD paths the next row's rstd is computed here, before this row's
  * quantization, which does not wait for it: its square root's latency then
@@ -96,7 +70,6 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot, int64_t next, cp
   const indexer_args *a = j->a;
   const cache_view *c = &a->cache;
   const int64_t bs = c->block_size, cr = a->compress_ratio;
-  if (j->path != CPU_PATH_SCALAR && t + INDEXER_PREFETCH < a->T) prefetch_row(j, t + INDEXER_PREFETCH);
   const int64_t pos = tv_i64_1(&a->positions, t);
   if (pos < 0) {
     cpu_note(j->rep, t, SKIP_POSITION_NEGATIVE, t, pos, 0, 0, 0, 0);
