@@ -227,7 +227,11 @@ static int check_choices(const bench_opts *o) {
   for (int l = 0; l < 3; l++) {
     int ok = !given[l];
     for (const char *const *v = lists[l]; !ok && *v; v++) ok = !strcmp(*v, given[l]);
-    if (!ok) return fprintf(stderr, "dsv4kv bench: %s %s is not one of the choices (see --help)\n", what[l], given[l]), -1;
+    if (ok) continue;
+    fprintf(stderr, "dsv4kv bench: %s %s is not one of", what[l], given[l]);
+    for (const char *const *v = lists[l]; *v; v++) fprintf(stderr, " %s,", *v);
+    fprintf(stderr, " all\n");
+    return -1;
   }
   return 0;
 }
@@ -259,7 +263,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, bench_cli *c) {
       {NULL, 0, NULL, 0}};
   int ch;
   optind = 1;
-  while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+  opterr = 0; /* one-line messages of our own, as run's */
+  while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
     long v = 0;
     char *end = NULL;
     c->timing_options += ch != 'p' && ch != 'F' && ch != 'h';
@@ -291,13 +296,16 @@ static int parse_args(int argc, char **argv, bench_opts *o, bench_cli *c) {
       case 'j': c->json = optarg; break;
       case 'p': c->plot = optarg; break;
       case 'h': usage(stdout); return 1;
-      default: usage(stderr); return 2;
+      case ':':
+        return fprintf(stderr, "dsv4kv bench: %s needs a value (see 'dsv4kv bench --help')\n", argv[optind - 1]), 2;
+      default:
+        return fprintf(stderr, "dsv4kv bench: unknown option '%s' (see 'dsv4kv bench --help')\n", argv[optind - 1]), 2;
     }
   }
   if (optind < argc) return fprintf(stderr, "dsv4kv bench: unexpected argument '%s'\n", argv[optind]), 2;
   if (c->from && (c->timing_options || !c->plot))
-    return fprintf(stderr, "dsv4kv bench: --from-json FILE takes only --plot FILE (it draws an earlier run; "
-                           "nothing is timed)\n"), 2;
+    return fprintf(stderr, "dsv4kv bench: --from-json FILE needs --plot FILE and takes no other option (it "
+                           "draws an earlier run; nothing is timed)\n"), 2;
   if (o->report && !c->cuda) return fprintf(stderr, "dsv4kv bench: --report is for --device cuda\n"), 2;
   if (!o->min_runs) o->min_runs = c->cuda ? 20 : 5;
   if (check_choices(o)) return 2;

@@ -99,4 +99,13 @@ for bad in "--device tpu" "--report" "--threads 0" "--threads 4294967297" "--min
   [ $? -eq 2 ] || fail "bench $bad: exit status not 2"
   [ -s "$work/err" ] || fail "bench $bad: no message"
 done
+# a usage error is one line that names the option (and, for a choice, the choices)
+for bad in "--bogus" "--json" "--op nope"; do
+  # shellcheck disable=SC2086
+  "$bin" bench $bad >/dev/null 2>"$work/err"
+  [ $? -eq 2 ] || fail "bench $bad: exit status not 2"
+  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "bench $bad: not one line: $(cat "$work/err")"
+  grep -q -- "${bad%% *}" "$work/err" || fail "bench $bad: the message does not name the option"
+done
+grep -q "insert, gather, global_topk, combine, flashinfer, indexer, all" "$work/err" || fail "--op nope: the choices not listed"
 echo "bench_cli: ok"
