@@ -100,10 +100,6 @@ static __device__ __forceinline__ uint4 pack16(const uint8_t *b) {
            (uint32_t)b[4 * i + 3] << 24;
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
-static __device__ __forceinline__ void unpack16(uint4 v, uint8_t *b) {
-  uint32_t w[4] = {v.x, v.y, v.z, v.w};
-  for (int i = 0; i < 16; i++) b[i] = (uint8_t)(w[i / 4] >> (8 * (i % 4)));
-}
 /* 16 bf16 values (32 bytes) at p. */
 static __device__ __forceinline__ void load_bf16x16(const uint8_t *p, int vec, uint16_t *x) {
   uint4 a = load16(p, vec), b = load16(p + 16, vec);
@@ -165,11 +161,6 @@ static __device__ __forceinline__ int lane_id(void) { return (int)(threadIdx.x &
 static __device__ __forceinline__ float warp_max_group(float v, int group) {
   for (int m = 1; m < group; m <<= 1) v = max_ignore_nan(v, __shfl_xor_sync(FULL_MASK, v, m));
   return v;
-}
-/* The warp's max of non-negative, non-NaN floats (amax values): their bits
- * order as unsigned integers, so one redux instruction instead of 5 shuffles. */
-static __device__ __forceinline__ float warp_max_nonneg(float v) {
-  return f32_from_bits(__reduce_max_sync(FULL_MASK, f32_bits(v)));
 }
 static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
   for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(FULL_MASK, v, m);
