@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -158,9 +159,11 @@ static int data_of(const cJSON *root, sim_plot_data *d, const char **why) {
 }
 
 static int plot_file(const char *in, const char *out) {
+  errno = 0;
   char *text = slurp(in);
   if (!text) {
-    fprintf(stderr, "dsv4kv plot: cannot read %s\n", in);
+    fprintf(stderr, "dsv4kv plot: cannot read %s%s%s\n", in, errno ? ": " : " (larger than a run report can be)",
+            errno ? strerror(errno) : "");
     return 2;
   }
   cJSON *root = cJSON_Parse(text);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,7 +42,7 @@ static int row_ok(cJSON *r) {
 
 cJSON *bench_load_results(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f) return fprintf(stderr, "dsv4kv bench: --from-json %s: cannot open it\n", path), NULL;
+  if (!f) return fprintf(stderr, "dsv4kv bench: --from-json %s: cannot open it: %s\n", path, strerror(errno)), NULL;
   char *text = malloc(MAX_JSON + 1);
   size_t n = text ? fread(text, 1, MAX_JSON + 1, f) : 0;
   const int bad_read = ferror(f);

@@ -247,7 +247,7 @@ int cmd_verify(int argc, char **argv) {
   }
   /* One answer, not one FAIL line per file, when the device has no backend. */
   if (s.device != kDLCPU && !dsv4kv_backend_available(s.device)) {
-    fprintf(stderr, "dsv4kv verify: --device cuda: CUDA cannot run here: %s\n",
+    fprintf(stderr, "dsv4kv verify: --device cuda: CUDA cannot run here: %s; run with --device cpu\n",
             dsv4kv_backend_unavailable_reason(s.device));
     return EXIT_USAGE;
   }
