@@ -298,7 +298,8 @@ static int parse_args(int argc, char **argv, bench_opts *o, bench_cli *c) {
       case 'h': usage(stdout); return 1;
       case ':':
         return fprintf(stderr, "dsv4kv bench: %s needs a value (see 'dsv4kv bench --help')\n", argv[optind - 1]), 2;
-      default:
+      default: /* optopt: the letter of an unknown short option (in a cluster argv has moved on or not) */
+        if (optopt) return fprintf(stderr, "dsv4kv bench: unknown option '-%c' (see 'dsv4kv bench --help')\n", optopt), 2;
         return fprintf(stderr, "dsv4kv bench: unknown option '%s' (see 'dsv4kv bench --help')\n", argv[optind - 1]), 2;
     }
   }

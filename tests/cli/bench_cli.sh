@@ -100,12 +100,15 @@ for bad in "--device tpu" "--report" "--threads 0" "--threads 4294967297" "--min
   [ -s "$work/err" ] || fail "bench $bad: no message"
 done
 # a usage error is one line that names the option (and, for a choice, the choices)
-for bad in "--bogus" "--json" "--op nope"; do
+for bad in "--bogus" "--json" "--op nope" "-x"; do
   # shellcheck disable=SC2086
   "$bin" bench $bad >/dev/null 2>"$work/err"
   [ $? -eq 2 ] || fail "bench $bad: exit status not 2"
   [ "$(wc -l <"$work/err")" -eq 1 ] || fail "bench $bad: not one line: $(cat "$work/err")"
   grep -q -- "${bad%% *}" "$work/err" || fail "bench $bad: the message does not name the option"
 done
+"$bin" bench -qh >/dev/null 2>"$work/err"
+grep -q -- "'-q'" "$work/err" || fail "bench -qh: the message does not name -q: $(cat "$work/err")"
+"$bin" bench --op nope >/dev/null 2>"$work/err"
 grep -q "insert, gather, global_topk, combine, flashinfer, indexer, all" "$work/err" || fail "--op nope: the choices not listed"
 echo "bench_cli: ok"
