@@ -150,15 +150,13 @@ static __device__ __forceinline__ int row_is_last(const indexer_params *p, const
 }
 
 /* The rows' loop, compiled once a record (rec a constant: each kernel holds
- * only its own quantizer's registers and branches); rows from t_first on,
- * tpw tokens a warp.  Every lane runs every step (shuffles need the whole
+ * only its own quantizer's registers and branches), tpw tokens a warp.  Every lane runs every step (shuffles need the whole
  * warp); `write` and `mine` gate the stores. */
-static __device__ __forceinline__ void indexer_rows(const indexer_params &p, int64_t *later, int rec, int tpw, int warp,
-                                                    int64_t t_first) {
+static __device__ __forceinline__ void indexer_rows(const indexer_params &p, int64_t *later, int rec, int tpw, int warp) {
   const int lpt = IDX_LPT(tpw), dpl = IDX_DPL(tpw), chunk = IDX_CHUNK(tpw);
   const int g = lane_id() / lpt, j = lane_id() % lpt;
   const int64_t stride = warp_count_global() * tpw;
-  for (int64_t t0 = t_first; t0 < p.T; t0 += stride) {
+  for (int64_t t0 = warp_id_global() * tpw; t0 < p.T; t0 += stride) {
     idx_row r; /* the row, its slot and position loaded together (one latency, not three) */
     row_load(p, t0, g, j, tpw, &r);
     dlater lw; /* the later rows' slots (DEDUP_WARP), with the row */
@@ -191,7 +189,7 @@ static __device__ __forceinline__ void indexer_rows(const indexer_params &p, int
  * and are quantized while the grid meets at the first barrier, so their
  * latency and the marks' overlap.  Every thread reaches both barriers.  (The
  * quantization between the second barrier's arrival and its wait instead
- * was 0.2 us slower at 16384 rows, bench/NOTES-gpu.md run 33.  A
+ * was 0.2 us slower at 16384 rows, bench/NOTES-gpu.md run 34.  A
  * loop over more rows a warp spilled registers: larger calls take the mark
  * kernels, whose cost they amortize.) */
 static __device__ __forceinline__ void indexer_rows_fused(const indexer_params &p, int rec) {
@@ -232,7 +230,7 @@ static __device__ __forceinline__ void indexer_kernel_body(const indexer_params 
                                                            int warp) {
   if (dnote_idle(p.note)) return;
   if (!warp && p.dd.mode == DEDUP_SHARED) dedup_shared_load(later, p.slots, p.T, p.num_slots, p.positions, p.ratio, p.cs_rows);
-  indexer_rows(p, later, rec, tpw, warp, warp_id_global() * tpw);
+  indexer_rows(p, later, rec, tpw, warp);
 }
 
 /* Resident blocks of 256 threads a multiprocessor: the register bounds that

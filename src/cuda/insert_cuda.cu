@@ -29,7 +29,7 @@ typedef struct {
 /* Key rows loaded with an evict-first policy (insert_params.evict_k): they
  * stream through L2 once, and the marks each row reads after the mark
  * kernels wrote them (DEDUP_MARK) then stay there.  Measured on the H200
- * (bench/NOTES-gpu.md run 37): at 65536 rows MXFP8 -13 %, NVFP4 -7 % (one
+ * (bench/NOTES-gpu.md run 38): at 65536 rows MXFP8 -13 %, NVFP4 -7 % (one
  * mark a 528- / 288-byte record, 2 MiB of marks), V4 +3 % (its marks share
  * sectors); at 524288 rows every record +2-4 % (16 MiB of marks); so token-
  * major records up to 65536 rows.  The code values' stores with the same
