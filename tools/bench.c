@@ -296,11 +296,7 @@ static int parse_args(int argc, char **argv, bench_opts *o, bench_cli *c) {
       case 'j': c->json = optarg; break;
       case 'p': c->plot = optarg; break;
       case 'h': usage(stdout); return 1;
-      case ':':
-        return fprintf(stderr, "dsv4kv bench: %s needs a value (see 'dsv4kv bench --help')\n", argv[optind - 1]), 2;
-      default: /* optopt: the letter of an unknown short option (in a cluster argv has moved on or not) */
-        if (optopt) return fprintf(stderr, "dsv4kv bench: unknown option '-%c' (see 'dsv4kv bench --help')\n", optopt), 2;
-        return fprintf(stderr, "dsv4kv bench: unknown option '%s' (see 'dsv4kv bench --help')\n", argv[optind - 1]), 2;
+      default: cli_option_error("bench", ch, argv); return 2;
     }
   }
   if (optind < argc) return fprintf(stderr, "dsv4kv bench: unexpected argument '%s'\n", argv[optind]), 2;

@@ -7,6 +7,10 @@ int cmd_verify(int argc, char **argv); /* tools/verify.c */
 int cmd_run(int argc, char **argv);    /* tools/run.c    */
 int cmd_bench(int argc, char **argv);  /* tools/bench.c  */
 
+/* getopt_long's ':' (a missing value) or '?' (an unknown option) of
+ * subcommand cmd as one line on stderr naming the option (tools/main.c). */
+void cli_option_error(const char *cmd, int ch, char *const *argv);
+
 /* The commit the build was made from, or NULL (tools/main.c). */
 const char *cli_git_commit(void);
 

@@ -1,4 +1,5 @@
 /* dsv4kv: the command-line front end.  Dispatches to one subcommand. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,15 @@ static void usage_version(FILE *f) {
           "commit the build was made from when known, the header's version when\n"
           "it differs from the library's, the CPU kernel paths this processor runs (the one\n"
           "in use: DSV4KV_CPU_PATH=NAME picks another) and the backends that can run here.\n");
+}
+
+void cli_option_error(const char *cmd, int ch, char *const *argv) {
+  if (ch == ':')
+    fprintf(stderr, "dsv4kv %s: option '%s' needs a value (see 'dsv4kv %s --help')\n", cmd, argv[optind - 1], cmd);
+  else if (optopt) /* a short one: in a cluster (-xh) argv[optind - 1] is not the option */
+    fprintf(stderr, "dsv4kv %s: unknown option '-%c' (see 'dsv4kv %s --help')\n", cmd, optopt, cmd);
+  else
+    fprintf(stderr, "dsv4kv %s: unknown option '%s' (see 'dsv4kv %s --help')\n", cmd, argv[optind - 1], cmd);
 }
 
 const char *cli_git_commit(void) {

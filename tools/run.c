@@ -286,12 +286,7 @@ static int apply_option(int c, char **argv, sim_config *cfg) {
     case OPT_PROGRESS: return word_option(c, optarg, cfg);
     case 'h': usage(stdout); return 1;
     case ':':
-      fprintf(stderr, "dsv4kv run: option '%s' needs a value\n", argv[optind - 1]);
-      return -1;
-    case '?':
-      fprintf(stderr, "dsv4kv run: unknown option '%s' (see 'dsv4kv run --help')\n",
-              argv[optind - 1]);
-      return -1;
+    case '?': cli_option_error("run", c, argv); return -1;
     default: return number_option(c, optarg, cfg);
   }
 }

@@ -227,15 +227,8 @@ int cmd_verify(int argc, char **argv) {
     case 'h':
       usage(stdout);
       return EXIT_ALL_PASSED;
-    case ':':
-      fprintf(stderr, "dsv4kv verify: option '%s' needs an argument\n", argv[optind - 1]);
-      usage(stderr);
-      return EXIT_USAGE;
-    default:
-      if (optopt)
-        fprintf(stderr, "dsv4kv verify: unknown option '-%c'\n", optopt);
-      else
-        fprintf(stderr, "dsv4kv verify: unknown option '%s'\n", argv[optind - 1]);
+    default: /* ':' or '?' */
+      cli_option_error("verify", ch, argv);
       usage(stderr);
       return EXIT_USAGE;
     }

@@ -107,8 +107,10 @@ for bad in "--bogus" "--json" "--op nope" "-x"; do
   [ "$(wc -l <"$work/err")" -eq 1 ] || fail "bench $bad: not one line: $(cat "$work/err")"
   grep -q -- "${bad%% *}" "$work/err" || fail "bench $bad: the message does not name the option"
 done
-"$bin" bench -qh >/dev/null 2>"$work/err"
-grep -q -- "'-q'" "$work/err" || fail "bench -qh: the message does not name -q: $(cat "$work/err")"
+for cmd in bench run verify; do # a short option in a cluster: named by its letter (tools/main.c cli_option_error)
+  "$bin" $cmd -qh >/dev/null 2>"$work/err"
+  grep -q -- "'-q'" "$work/err" || fail "$cmd -qh: the message does not name -q: $(cat "$work/err")"
+done
 "$bin" bench --op nope >/dev/null 2>"$work/err"
 grep -q "insert, gather, global_topk, combine, flashinfer, indexer, all" "$work/err" || fail "--op nope: the choices not listed"
 echo "bench_cli: ok"
