@@ -21,7 +21,7 @@ hint() {
       else
         echo "a CUDA build (nvcc) and a GPU of compute capability 9.0+ with its driver"
       fi ;;
-    ops_cpu_paths* | cpu_paths_exhaustive | cpu_sum_squares_paths)
+    ops_cpu_paths* | cpu_paths_exhaustive | cpu_indexer_paths)
       echo "a SIMD CPU path this processor runs (avx2: AVX2, FMA and F16C; avx512: AVX-512 F/BW/VL)" ;;
     *plot*) echo "gnuplot (apt-get install gnuplot-nox)" ;;
     *fuzz*|*libfuzzer*) echo "clang with libFuzzer (apt-get install clang)" ;;

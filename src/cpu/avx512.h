@@ -93,4 +93,47 @@ static inline AVX512 __m512 round_bf16x16(__m512 f) {
   return _mm512_castsi512_ps(r);
 }
 
+/* ---- 16-bit lanes: 32 bf16 values a vector (the inserts, the indexer store) ---- */
+
+/* The constants of the 16-bit-lane encoders, built once a row
+ * (AVX512_KEEP: see above). */
+typedef struct {
+  __m512i mag, one, sign8;
+} lanes16_consts;
+
+static inline AVX512 lanes16_consts lanes16_consts_of(void) {
+  lanes16_consts c = {_mm512_set1_epi16(0x7FFF), _mm512_set1_epi16(1), _mm512_set1_epi16(0x80)};
+  AVX512_KEEP(c.mag);
+  AVX512_KEEP(c.one);
+  AVX512_KEEP(c.sign8);
+  return c;
+}
+
+static inline AVX512 __m512i mag16(__m512i z, const lanes16_consts *kc) { return _mm512_and_si512(z, kc->mag); }
+
+/* A 32-bit word of memory in every lane: a load, no shuffle port. */
+static inline AVX512 __m512i bcast32(const uint32_t *p) {
+  return _mm512_castps_si512(_mm512_broadcastss_ps(_mm_load_ss((const float *)p)));
+}
+
+/* 32 e4m3 codes of bf16 values z with no NaN or Inf, y = x / 2^e: y's
+ * exponent is x's less e, exact for every normal y, so RNE of the 7 mantissa
+ * bits to 3 (add 7 + lsb, shift 4) less the exponent offset (k, saturating:
+ * a zero gives code 0) is the code.  k = ((e + 127 - B) << 7) - 7 and lo =
+ * k + 134 (B the flavour's bias 7 / 8; lo + 1 is the bits of the smallest
+ * normal y times 2^e) in every 16-bit lane.  Lanes with 0 < |y| below the
+ * smallest normal are set in *low (the caller then takes an fp32 encoder;
+ * subnormal steps are rare). */
+static inline AVX512 __m256i e4m3_codes16(__m512i z, __m512i k, __m512i lo, int fnuz, const lanes16_consts *kc,
+                                          __mmask32 *low) {
+  const __m512i m = _mm512_and_si512(z, kc->mag);
+  const __m512i t = _mm512_add_epi16(m, _mm512_and_si512(_mm512_srli_epi16(m, 4), kc->one));
+  const __m512i c = _mm512_srli_epi16(_mm512_subs_epu16(t, k), 4);
+  *low |= _mm512_cmplt_epu16_mask(_mm512_sub_epi16(m, kc->one), lo);
+  __m512i code = _mm512_ternarylogic_epi32(c, _mm512_srli_epi16(z, 8), kc->sign8, 0xF8); /* A | (B & C) */
+  if (fnuz) /* e4m3fnuz has no negative zero */
+    code = _mm512_maskz_mov_epi16(_mm512_test_epi16_mask(c, c), code);
+  return _mm512_cvtepi16_epi8(code);
+}
+
 #endif

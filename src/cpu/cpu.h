@@ -76,28 +76,32 @@ static inline void cpu_chunks_init(cpu_chunks *c, int64_t n, int64_t chunk) {
 /* The next chunk [*lo, *hi); 0 when none is left. */
 int cpu_chunk_next(cpu_chunks *c, int64_t *lo, int64_t *hi);
 
-/* A thread's note from one row to the next (src/cpu/indexer_cpu.c): a value
- * the row before computed for row `row` (-1: none), so that a row can start
- * the next one's independent work (its sum of squares and square root)
- * beside its own instead of after it. */
+/* A thread's note from one row to the next (src/cpu/indexer_cpu.c): values
+ * computed ahead for the rows row[at .. n), the rows that thread runs next in
+ * that order (n = 0 at the start), so that a row's independent work (the
+ * indexer's norm factor: a square root and a division) is done for many
+ * rows at once, off each row's chain. */
+enum { CPU_ROWS_AHEAD = 16 };
 typedef struct {
-  int64_t row;
-  float value;
-  int flag;
+  int64_t row[CPU_ROWS_AHEAD];
+  float value[CPU_ROWS_AHEAD];
+  int flag[CPU_ROWS_AHEAD];
+  int at, n;
 } cpu_row_carry;
 
 /* The writers' rows (insert, indexer store), rows of one page on one thread
  * in row order, so when two rows name one slot the later wins whatever the
  * team (src/cpu/paged_rows.c).  bad_slot is called for every row whose slot
  * is neither -1 nor in [0, num_slots), on the calling thread; row for every
- * other row with slot != -1, and returns a count the driver sums.  next: a
- * row the same thread may run after this one (a hint: -1, or a row that may
- * turn out to be skipped); carry: that thread's note, row -1 at the start. */
+ * other row with slot != -1, and returns a count the driver sums.
+ * ahead[0 .. n_ahead): rows the same thread may run after this one, in that
+ * order (a hint: n_ahead <= CPU_ROWS_AHEAD, and a row there may turn out to
+ * be skipped); carry: that thread's note, n = 0 at the start. */
 typedef struct {
   const tview *slots;
   int64_t T, bs, num_slots;
   void (*bad_slot)(void *ctx, int64_t t, int64_t slot);
-  int64_t (*row)(void *ctx, int64_t t, int64_t slot, int64_t next, cpu_row_carry *carry);
+  int64_t (*row)(void *ctx, int64_t t, int64_t slot, const int64_t *ahead, int n_ahead, cpu_row_carry *carry);
   void *ctx;
   void (*finish)(void *ctx); /* NULL, or called on each thread of the team after its last row */
 } cpu_paged_rows;
@@ -167,20 +171,24 @@ int flashinfer_row_avx2(const flashinfer_args *a, int64_t t, int swa_shift, int 
  * out[topk_len + j] = wrap32(first + j) for j < swa_len; contiguous rows. */
 void combine_row_avx2(int32_t *out, const int32_t *topk, int64_t topk_len, int64_t mr, int64_t first, int64_t swa_len);
 
-/* The indexer store on that path (src/cpu/indexer_avx512.c): the row's sum
- * of squares (indexer_sum_squares_ref's value), and RMSNorm + RoPE + the FP8
- * / MXFP4 quantizer (indexer_norm_rope_ref then indexer_fp8_quant_ref /
- * indexer_mxfp4_quant_ref's bytes); we / wo: the weight's even / odd dims,
- * cos_sin[64] as indexer_norm_rope_ref's. */
+/* The indexer store on the SIMD paths (src/cpu/indexer_avx512.c,
+ * indexer_avx2.c): the row's sum of squares (indexer_sum_squares_ref's
+ * value), and RMSNorm + RoPE + the FP8 / MXFP4 quantizer
+ * (indexer_norm_rope_ref then indexer_fp8_quant_ref /
+ * indexer_mxfp4_quant_ref's bytes); we / wo: the weight's even / odd dims
+ * (free of NaN: the caller checks), cos_sin[64] as indexer_norm_rope_ref's.
+ * The quantizers return 0, with nothing meaningful written, for a row they
+ * leave to the reference (results holding a NaN or an Inf, a table entry or
+ * rstd not finite; each file says which others). */
 float indexer_sum_squares_avx512(const uint16_t *k);
-void indexer_fp8_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
-                        int fnuz, uint8_t *codes, float *scale, uint8_t *ue);
-void indexer_mxfp4_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
-                          uint8_t *packed, uint8_t *scales);
-/* The same on the avx2 path (src/cpu/indexer_avx2.c); the quantizers return
- * 0, nothing written, for a row whose results hold a NaN or an Inf (the
- * caller then takes the reference). */
+/* indexer_rstd_of_sum of 16 sums at once: rstd[16], nonfinite[16] (its flag). */
+void indexer_rstd16_avx512(const float *sum, float eps, float *rstd, int *nonfinite);
+int indexer_fp8_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                       int fnuz, uint8_t *codes, float *scale, uint8_t *ue);
+int indexer_mxfp4_avx512(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,
+                         uint8_t *packed, uint8_t *scales);
 float indexer_sum_squares_avx2(const uint16_t *k);
+void indexer_rstd16_avx2(const float *sum, float eps, float *rstd, int *nonfinite);
 int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd, int fnuz,
                      uint8_t *codes, float *scale, uint8_t *ue);
 int indexer_mxfp4_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd,

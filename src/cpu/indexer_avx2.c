@@ -46,6 +46,21 @@ AVX2 float indexer_sum_squares_avx2(const uint16_t *k) {
   return _mm256_cvtss_f32(w);
 }
 
+/* indexer_rstd_of_sum of sum[0 .. 16), as indexer_rstd16_avx512, four
+ * lanes of double at a time. */
+AVX2 void indexer_rstd16_avx2(const float *sum, float eps, float *rstd, int *nonfinite) {
+  for (int i = 0; i < 16; i += 4) {
+    const __m128 var = _mm_div_ps(_mm_loadu_ps(sum + i), _mm_set1_ps((float)INDEXER_DIM));
+    const __m256d d = _mm256_cvtps_pd(_mm_add_ps(var, _mm_set1_ps(eps)));
+    const __m128 r = _mm256_cvtpd_ps(_mm256_div_pd(_mm256_set1_pd(1.0), _mm256_sqrt_pd(d)));
+    _mm_storeu_ps(rstd + i, r);
+    const __m128i inf = _mm_set1_epi32(0x7F800000); /* not finite: all exponent bits set */
+    const __m128i bad = _mm_or_si128(_mm_cmpeq_epi32(_mm_and_si128(_mm_castps_si128(var), inf), inf),
+                                     _mm_cmpeq_epi32(_mm_and_si128(_mm_castps_si128(r), inf), inf));
+    _mm_storeu_si128((__m128i *)(nonfinite + i), _mm_srli_epi32(bad, 31));
+  }
+}
+
 /* bf16_to_f32(f32_to_bf16(x)) on 8 lanes (RNE) for x whose NaNs have zero
  * low halves (see norm_rope); the low half is left when `keep` (the caller
  * takes only the high half). */
@@ -192,6 +207,9 @@ AVX2 int indexer_mxfp4_avx2(const uint16_t *k, const float *we, const float *wo,
 #else
 
 float indexer_sum_squares_avx2(const uint16_t *k) { return (void)k, 0.0f; }
+void indexer_rstd16_avx2(const float *sum, float eps, float *rstd, int *nonfinite) {
+  (void)sum, (void)eps, (void)rstd, (void)nonfinite;
+}
 int indexer_fp8_avx2(const uint16_t *k, const float *we, const float *wo, const float *cos_sin, float rstd, int fnuz,
                      uint8_t *codes, float *scale, uint8_t *ue) {
   return (void)k, (void)we, (void)wo, (void)cos_sin, (void)rstd, (void)fnuz, (void)codes, (void)scale, (void)ue, 0;

@@ -17,8 +17,8 @@ static inline float load_f(const tview *v, dt_kind dt, int64_t off_elems) {
  * (linear ones are quantized in place), the scale as 4 UE8M0 copies with
  * MX_SCALE, else the fp32 2^e. */
 static void place_fp8(const cache_view *c, uint8_t *page, int64_t p, const uint8_t *codes, float scale, uint8_t ue) {
-  if (c->flags & DSV4KV_CACHE_TILED)
-    for (int d = 0; d < INDEXER_DIM; d++) page[idx_tiled_off(p, d)] = codes[d];
+  if (c->flags & DSV4KV_CACHE_TILED) /* 16 dims of a position lie together */
+    for (int d = 0; d < INDEXER_DIM; d += 16) memcpy(page + idx_tiled_off(p, d), codes + d, 16);
   uint8_t *sc = page + record_scales_off(&c->layout, c->block_size, p);
   if (c->flags & DSV4KV_CACHE_MX_SCALE) {
     memset(sc, ue, INDEXER_FP8_SCALE_BYTES);
@@ -36,7 +36,7 @@ typedef struct {
   pagediv bsd, crd; /* by the block size / compress ratio: shifts, no division a row */
   float weight[INDEXER_DIM];
   float we[INDEXER_DIM / 2], wo[INDEXER_DIM / 2]; /* the weight's even / odd dims, for that path */
-  int avx2_ok; /* the avx2 row needs a weight free of NaN (src/cpu/indexer_avx2.c's norm_rope) */
+  int simd_ok; /* the SIMD rows need a weight free of NaN (indexer_avx2.c's / indexer_avx512.c's norm_rope) */
 } indexer_job;
 
 static void indexer_bad_slot(void *vctx, int64_t t, int64_t slot) {
@@ -44,15 +44,9 @@ static void indexer_bad_slot(void *vctx, int64_t t, int64_t slot) {
   cpu_note(j->rep, t, SKIP_SLOT, t, slot, j->a->cache.num_pages * j->a->cache.block_size, 0, 0, 0);
 }
 
-/* Row t's k_pre and its rstd on the job's path (*norm_bad: SPEC §7's flag). */
+/* Row t's k_pre. */
 static const uint16_t *k_row(const indexer_job *j, int64_t t) {
   return (const uint16_t *)(j->a->k_pre.data + t * j->a->k_pre.stride[0] * 2);
-}
-static float row_rstd(const indexer_job *j, const uint16_t *k, int *norm_bad) {
-  const float eps = j->a->eps;
-  return j->path == CPU_PATH_AVX512 ? indexer_rstd_fast(indexer_sum_squares_avx512(k), eps, norm_bad)
-         : j->path == CPU_PATH_AVX2 ? indexer_rstd_fast(indexer_sum_squares_avx2(k), eps, norm_bad)
-                                    : indexer_rstd_ref(k, eps, norm_bad);
 }
 
 /* Whether row t is one that writes (a group boundary at a position >= 0). */
@@ -61,11 +55,39 @@ static int writes(const indexer_job *j, int64_t t) {
   return pos >= 0 && pd_off(j->crd, pos) == j->a->compress_ratio - 1;
 }
 
-/* One row with a valid slot; returns its non-finite count (SPEC §7).  On
- * the SIMD paths the next row's rstd is computed here, before this row's
- * quantization, which does not wait for it: its square root's latency then
- * overlaps this row's work rather than starting the next row's chain. */
-static int64_t indexer_row(void *vctx, int64_t t, int64_t slot, int64_t next, cpu_row_carry *carry) {
+/* Row t's rstd and SPEC §7's flag (*norm_bad).  On the SIMD paths the
+ * rstd of t and of up to CPU_ROWS_AHEAD - 1 rows after it that write are
+ * made at once and kept in the carry: their square roots and divisions,
+ * independent of each other, then overlap one another instead of each
+ * starting its row's chain (indexer_rstd16_*: the reference's own IEEE
+ * operations, indexer_rstd_of_sum's, on vector lanes). */
+static float row_rstd(const indexer_job *j, int64_t t, const int64_t *ahead, int n_ahead, cpu_row_carry *c,
+                      int *norm_bad) {
+  const float eps = j->a->eps;
+  if (j->path == CPU_PATH_SCALAR) return indexer_rstd_ref(k_row(j, t), eps, norm_bad);
+  while (c->at < c->n && c->row[c->at] != t) c->at++; /* rows skipped since (no rstd taken) */
+  if (c->at == c->n) {
+    float sum[CPU_ROWS_AHEAD] = {0};
+    int n = 0;
+    c->row[n++] = t;
+    for (int i = 0; i < n_ahead && n < CPU_ROWS_AHEAD; i++)
+      if (writes(j, ahead[i])) c->row[n++] = ahead[i];
+    for (int i = 0; i < n; i++)
+      sum[i] = j->path == CPU_PATH_AVX512 ? indexer_sum_squares_avx512(k_row(j, c->row[i]))
+                                         : indexer_sum_squares_avx2(k_row(j, c->row[i]));
+    if (j->path == CPU_PATH_AVX512)
+      indexer_rstd16_avx512(sum, eps, c->value, c->flag);
+    else
+      indexer_rstd16_avx2(sum, eps, c->value, c->flag);
+    c->at = 0, c->n = n;
+  }
+  *norm_bad = c->flag[c->at];
+  return c->value[c->at++];
+}
+
+/* One row with a valid slot; returns its non-finite count (SPEC §7). */
+static int64_t indexer_row(void *vctx, int64_t t, int64_t slot, const int64_t *ahead, int n_ahead,
+                           cpu_row_carry *carry) {
   const indexer_job *j = vctx;
   const indexer_args *a = j->a;
   const cache_view *c = &a->cache;
@@ -84,17 +106,7 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot, int64_t next, cp
   }
   const uint16_t *k = k_row(j, t);
   int norm_bad;
-  float rstd;
-  if (carry->row == t) {
-    rstd = carry->value, norm_bad = carry->flag;
-  } else {
-    rstd = row_rstd(j, k, &norm_bad);
-  }
-  carry->row = -1;
-  if (next >= 0 && j->path != CPU_PATH_SCALAR && writes(j, next)) {
-    carry->value = row_rstd(j, k_row(j, next), &carry->flag);
-    carry->row = next;
-  }
+  const float rstd = row_rstd(j, t, ahead, n_ahead, carry, &norm_bad);
   /* Counted for every row that reaches the store, also one a later row
    * overwrites.  The norm counts once when it alone is non-finite (SPEC §7). */
   int64_t nonfinite = 0;
@@ -112,22 +124,23 @@ static int64_t indexer_row(void *vctx, int64_t t, int64_t slot, int64_t next, cp
   uint8_t *page = c->base + pd_page(j->bsd, slot) * c->page_stride; /* slot >= 0 */
   const int64_t p = pd_off(j->bsd, slot);
   const int fnuz = c->fp8 == DSV4KV_FP8_FNUZ;
+  const cpu_path_kind path = j->simd_ok ? j->path : CPU_PATH_SCALAR;
   if (c->record == DSV4KV_RECORD_INDEXER_FP8) {
     uint8_t tiled[INDEXER_DIM], ue;
     uint8_t *codes = (c->flags & DSV4KV_CACHE_TILED) ? tiled : page + record_values_off(&c->layout, bs, p);
     float scale;
-    if (j->path == CPU_PATH_AVX512) {
-      indexer_fp8_avx512(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue);
-    } else if (!(j->path == CPU_PATH_AVX2 && j->avx2_ok && indexer_fp8_avx2(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue))) {
+    if (!(path == CPU_PATH_AVX512 ? indexer_fp8_avx512(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue)
+          : path == CPU_PATH_AVX2 ? indexer_fp8_avx2(k, j->we, j->wo, cos_sin, rstd, fnuz, codes, &scale, &ue)
+                                  : 0)) {
       indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
       indexer_fp8_quant_ref(r, fnuz, codes, &scale, &ue);
     }
     place_fp8(c, page, p, codes, scale, ue);
   } else if (c->record == DSV4KV_RECORD_INDEXER_MXFP4) { /* the others are refused by src/ops/indexer.c */
     uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);
-    if (j->path == CPU_PATH_AVX512) {
-      indexer_mxfp4_avx512(k, j->we, j->wo, cos_sin, rstd, values, scales);
-    } else if (!(j->path == CPU_PATH_AVX2 && j->avx2_ok && indexer_mxfp4_avx2(k, j->we, j->wo, cos_sin, rstd, values, scales))) {
+    if (!(path == CPU_PATH_AVX512 ? indexer_mxfp4_avx512(k, j->we, j->wo, cos_sin, rstd, values, scales)
+          : path == CPU_PATH_AVX2 ? indexer_mxfp4_avx2(k, j->we, j->wo, cos_sin, rstd, values, scales)
+                                  : 0)) {
       indexer_norm_rope_ref(k, j->weight, cos_sin, rstd, r);
       indexer_mxfp4_quant_ref(r, values, scales);
     }
@@ -140,7 +153,7 @@ dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4k
   indexer_job j = {a, o, rep, cpu_path_now(), pagediv_of(c->block_size), pagediv_of(a->compress_ratio), {0}, {0}, {0}, 1};
   for (int d = 0; d < INDEXER_DIM; d++) {
     j.weight[d] = load_f(&a->weight, a->weight_dt, d * a->weight.stride[0]);
-    if (isnan(j.weight[d])) j.avx2_ok = 0;
+    if (isnan(j.weight[d])) j.simd_ok = 0;
   }
   for (int i = 0; i < INDEXER_DIM / 2; i++) j.we[i] = j.weight[2 * i], j.wo[i] = j.weight[2 * i + 1];
   /* ~1 us a row on one thread (FP8; MXFP4 ~1.8; avx512 ~0.15): see cpu_team */

@@ -1,48 +1,10 @@
 /* The indexer store's scales from the amax's bits (src/cpu/indexer_avx512.c,
  * indexer_avx2.c): indexer_fp8_scale_ref and mxfp4_block_scale_ref without
- * their double division and frexp (a libm call a row or block); and the
- * RMSNorm factor without a double square root and division. */
+ * their double division and frexp (a libm call a row or block). */
 #ifndef DSV4KV_CPU_INDEXER_SCALES_H
 #define DSV4KV_CPU_INDEXER_SCALES_H
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "formats/ref.h"
-
-/* (float)(1.0 / sqrt((double)x)), indexer_rstd_of_sum's rounding, for any x.
- * Why it is the same: for a normal finite x, rsqrtss (relative error <=
- * 1.5 x 2^-12 on every x86) and two Newton steps in double leave y within
- * about 2^-43 of 1 / sqrt(x); the reference's quotient is within 2^-51.  When
- * y lies more than 2^13 double ulps (2^-39) from a midpoint between floats,
- * both round to the same float; otherwise (about one x in 2^15), and for x
- * that is 0, subnormal, Inf or NaN, the reference's arithmetic.  A square
- * root and a division in double cost ~30 cycles of one unit a row on a
- * Zen 3.  Checked on every fp32 in [1, 4) and on sampled x of every exponent
- * (tests/paths/sum_squares_paths.c). */
-static inline float rsqrt_rounded_fast(float x) {
-#if defined(__x86_64__)
-  if (x >= 0x1p-126f && x <= 0x1.fffffep127f) {
-    const double xd = x, h = 0.5 * xd;
-    double y = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
-    y = y * (1.5 - h * y * y);
-    y = y * (1.5 - h * y * y);
-    uint64_t b;
-    memcpy(&b, &y, sizeof b);
-    const int64_t off = (int64_t)(b & ((1u << 29) - 1)) - (1 << 28); /* from the midpoint, in double ulps */
-    if (off > (1 << 13) || off < -(1 << 13)) return (float)y;
-  }
-#endif
-  return (float)(1.0 / sqrt((double)x));
-}
-
-/* indexer_rstd_of_sum with rsqrt_rounded_fast: the same rstd and flag. */
-static inline float indexer_rstd_fast(float sum, float eps, int *nonfinite) {
-  const float var = sum / (float)INDEXER_DIM, rstd = rsqrt_rounded_fast(var + eps);
-  *nonfinite = !isfinite(var) || !isfinite(rstd);
-  return rstd;
-}
 
 /* indexer_fp8_scale_ref with the exponent from the bits
  * (ceil_log2_ratio_bits: equal to the reference's double division for every

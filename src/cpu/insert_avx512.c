@@ -93,25 +93,6 @@ static AVX512 void fp8_block_z(const __m512i *z, const uint16_t *x, int n, int f
 
 /* ---- 16-bit lanes: 32 bf16 values a vector, no fp32 arithmetic ---- */
 
-/* The constants of the 16-bit-lane encoders, built once a row
- * (AVX512_KEEP: see avx512.h). */
-typedef struct {
-  __m512i mag, one, sign8;
-} lanes16_consts;
-
-static inline AVX512 lanes16_consts lanes16_consts_of(void) {
-  lanes16_consts c = {_mm512_set1_epi16(0x7FFF), _mm512_set1_epi16(1), _mm512_set1_epi16(0x80)};
-  AVX512_KEEP(c.mag);
-  AVX512_KEEP(c.one);
-  AVX512_KEEP(c.sign8);
-  return c;
-}
-
-/* A 32-bit word of memory in every lane: a load, no shuffle port. */
-static inline AVX512 __m512i bcast32(const uint32_t *p) {
-  return _mm512_castps_si512(_mm512_broadcastss_ps(_mm_load_ss((const float *)p)));
-}
-
 /* Transpose-and-max rounds on bf16 magnitudes (unsigned 16-bit max: the
  * order of the values, NaN above Inf): two registers' lanes paired at 128-,
  * 64- and 32-bit granularity, halving the lanes each block holds. */
@@ -134,8 +115,6 @@ static AVX512 __m512i amax_of_lanes(const __m512i *q) {
 }
 #undef SHUF
 
-static inline AVX512 __m512i mag16(__m512i z, const lanes16_consts *kc) { return _mm512_and_si512(z, kc->mag); }
-
 /* The UE8M0 bytes (e + 127) of 16 finite amax: ceil_log2_ratio_175 with
  * the mantissa compare as the carry of adding 0x1FFFFF; with the floor
  * (2^-13.3) and the largest bf16 below 2^128 every byte lies in 105..248,
@@ -156,24 +135,6 @@ static AVX512 void e4m3_consts(__m512i b, int fnuz, uint32_t *k, uint32_t *lo) {
   const __m512i lv = _mm512_add_epi32(kv, _mm512_set1_epi32(134));
   _mm512_store_si512((__m512i *)k, _mm512_or_si512(kv, _mm512_slli_epi32(kv, 16)));
   _mm512_store_si512((__m512i *)lo, _mm512_or_si512(lv, _mm512_slli_epi32(lv, 16)));
-}
-
-/* 32 codes of a finite block's bf16 values z, y = x / 2^e, the reference's
- * encoder on the bf16 bits: y's exponent is x's less e, exact for every
- * normal y, so RNE of the 7 mantissa bits to 3 (add 7 + lsb, shift 4) less
- * the exponent offset (*k, saturating: a zero gives code 0) is the code.
- * Lanes with 0 < |y| below the smallest normal are set in *low (the caller
- * then takes fp8_block_z; subnormal steps are rare). */
-static inline AVX512 __m256i e4m3_codes16(__m512i z, const uint32_t *k, const uint32_t *lo, int fnuz,
-                                          const lanes16_consts *kc, __mmask32 *low) {
-  const __m512i m = _mm512_and_si512(z, kc->mag);
-  const __m512i t = _mm512_add_epi16(m, _mm512_and_si512(_mm512_srli_epi16(m, 4), kc->one));
-  const __m512i c = _mm512_srli_epi16(_mm512_subs_epu16(t, bcast32(k)), 4);
-  *low |= _mm512_cmplt_epu16_mask(_mm512_sub_epi16(m, kc->one), bcast32(lo));
-  __m512i code = _mm512_ternarylogic_epi32(c, _mm512_srli_epi16(z, 8), kc->sign8, 0xF8); /* A | (B & C) */
-  if (fnuz) /* e4m3fnuz has no negative zero */
-    code = _mm512_maskz_mov_epi16(_mm512_test_epi16_mask(c, c), code);
-  return _mm512_cvtepi16_epi8(code);
 }
 
 /* The blocks' scale bytes b (lane i: block i's, from its amax bits) and
@@ -199,7 +160,7 @@ static AVX512 int mxfp8_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_
   if (!block_scales(amax_of_lanes(q), fnuz, &b, k, lo)) return 0;
   __mmask32 low = 0;
   for (int s = 0; s < MXFP8_NUM_SCALES; s++) {
-    const __m256i c = e4m3_codes16(z[s], &k[s], &lo[s], fnuz, &kc, &low);
+    const __m256i c = e4m3_codes16(z[s], bcast32(&k[s]), bcast32(&lo[s]), fnuz, &kc, &low);
     /* 16-byte stores: a 32-byte one would split a line every other block */
     _mm_storeu_si128((__m128i *)(values + 32 * s), _mm256_castsi256_si128(c));
     _mm_storeu_si128((__m128i *)(values + 32 * s + 16), _mm256_extracti128_si256(c, 1));
@@ -222,8 +183,8 @@ static AVX512 int v4_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_t *
   if (!block_scales(amax_of_lanes(q), fnuz, &b, k, lo)) return 0;
   __mmask32 low = 0;
   for (int s = 0; s < V4_NUM_SCALES; s++) {
-    const __m256i c0 = e4m3_codes16(z[2 * s], &k[s], &lo[s], fnuz, &kc, &low);
-    const __m256i c1 = e4m3_codes16(z[2 * s + 1], &k[s], &lo[s], fnuz, &kc, &low);
+    const __m256i c0 = e4m3_codes16(z[2 * s], bcast32(&k[s]), bcast32(&lo[s]), fnuz, &kc, &low);
+    const __m256i c1 = e4m3_codes16(z[2 * s + 1], bcast32(&k[s]), bcast32(&lo[s]), fnuz, &kc, &low);
     store64(values + 64 * s, _mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1), nt);
   }
   const __m128i sb = _mm512_maskz_cvtepi32_epi8(0x7F, b); /* byte 7: the zero pad */

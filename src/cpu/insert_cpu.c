@@ -26,15 +26,16 @@ static void insert_bad_slot(void *vctx, int64_t t, int64_t slot) {
 /* One row into its slot; returns the row's non-finite inputs (counted for
  * every row with a valid slot, also one a later row overwrites, so the count
  * never depends on the threads). */
-static int64_t insert_row(void *vctx, int64_t t, int64_t slot, int64_t next, cpu_row_carry *carry) {
-  (void)next, (void)carry;
+static int64_t insert_row(void *vctx, int64_t t, int64_t slot, const int64_t *ahead, int n_ahead,
+                          cpu_row_carry *carry) {
+  (void)ahead, (void)n_ahead, (void)carry;
   const insert_job *j = vctx;
   const cache_view *c = &j->a->cache;
   const int64_t bs = c->block_size, pg = slot / bs, p = slot % bs;
   const uint16_t *x = (const uint16_t *)(j->a->k.data + t * j->a->k.stride[0] * 2);
   if (t + INSERT_PREFETCH < j->a->T) {
-    const uint8_t *ahead = j->a->k.data + (t + INSERT_PREFETCH) * j->a->k.stride[0] * 2;
-    for (int b = 0; b < HEAD_DIM * 2; b += 64) __builtin_prefetch(ahead + b);
+    const uint8_t *later = j->a->k.data + (t + INSERT_PREFETCH) * j->a->k.stride[0] * 2;
+    for (int b = 0; b < HEAD_DIM * 2; b += 64) __builtin_prefetch(later + b);
   }
   uint8_t *page = c->base + pg * c->page_stride;
   uint8_t *values = page + record_values_off(&c->layout, bs, p), *scales = page + record_scales_off(&c->layout, bs, p);

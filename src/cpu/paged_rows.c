@@ -4,7 +4,8 @@
  * sequential loop, whatever the team and however the chunks fall.
  *
  * With more than one thread, or BUCKETED_MIN_ROWS rows or more, the pages
- * are spread over B buckets (page % B, B = 16 per thread, at least 32): one counting pass over the slots on the calling
+ * are spread over B buckets (page % B, B >= 16 per thread, at least 32, a
+ * power of two): one counting pass over the slots on the calling
  * thread, a stable scatter of the row numbers, then the threads take whole
  * buckets from a shared counter.  Sixteen buckets a thread let one that
  * another process delays hand most of its share to the others (static page
@@ -33,12 +34,14 @@ static void bucket_task(void *vctx, int t, int nt) {
   bucket_job *j = vctx;
   const cpu_paged_rows *p = j->p;
   int64_t lo, hi, sum = 0;
-  cpu_row_carry carry = {-1, 0.0f, 0};
+  cpu_row_carry carry;
+  carry.n = carry.at = 0;
   while (cpu_chunk_next(&j->buckets, &lo, &hi))
     for (int64_t b = lo; b < hi; b++)
       for (int64_t i = j->start[b]; i < j->start[b + 1]; i++) {
-        const int64_t row = j->order[i], next = i + 1 < j->start[b + 1] ? j->order[i + 1] : -1;
-        sum += p->row(p->ctx, row, tv_i64_1(p->slots, row), next, &carry);
+        const int64_t row = j->order[i], left = j->start[b + 1] - i - 1;
+        sum += p->row(p->ctx, row, tv_i64_1(p->slots, row), j->order + i + 1,
+                      (int)(left < CPU_ROWS_AHEAD ? left : CPU_ROWS_AHEAD), &carry);
       }
   if (p->finish) p->finish(p->ctx);
   atomic_fetch_add_explicit(&j->sum, sum, memory_order_relaxed);
@@ -50,20 +53,26 @@ static int is_bad(const cpu_paged_rows *p, int64_t slot) { return slot != -1 && 
 dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
   *sum = 0;
   if (nt <= 1 && p->T < BUCKETED_MIN_ROWS) {
-    cpu_row_carry carry = {-1, 0.0f, 0};
+    cpu_row_carry carry;
+    carry.n = carry.at = 0;
+    int64_t ahead[CPU_ROWS_AHEAD]; /* the rows after t, whatever their slots (a hint) */
     for (int64_t t = 0; t < p->T; t++) {
       const int64_t slot = tv_i64_1(p->slots, t);
       if (slot == -1) continue;
-      if (is_bad(p, slot))
+      if (is_bad(p, slot)) {
         p->bad_slot(p->ctx, t, slot);
-      else
-        *sum += p->row(p->ctx, t, slot, t + 1 < p->T ? t + 1 : -1, &carry);
+        continue;
+      }
+      const int64_t left = p->T - t - 1;
+      const int n = (int)(left < CPU_ROWS_AHEAD ? left : CPU_ROWS_AHEAD);
+      for (int i = 0; i < n; i++) ahead[i] = t + 1 + i;
+      *sum += p->row(p->ctx, t, slot, ahead, n, &carry);
     }
     if (p->finish) p->finish(p->ctx);
     return DSV4KV_OK;
   }
-  int64_t B = (int64_t)(nt < 2 ? 2 : nt) * BUCKETS_PER_THREAD;
-  if (B > MAX_BUCKETS) B = MAX_BUCKETS;
+  int64_t B = 2 * BUCKETS_PER_THREAD; /* a power of two: the bucket is a mask, not a division */
+  while (B < (int64_t)nt * BUCKETS_PER_THREAD && B < MAX_BUCKETS) B *= 2;
   int64_t start[MAX_BUCKETS + 1] = {0};
   uint16_t *bucket = malloc((size_t)p->T * sizeof *bucket + 1);
   int64_t *order = malloc((size_t)p->T * sizeof *order + 1);
@@ -81,7 +90,7 @@ dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
     if (is_bad(p, slot))
       p->bad_slot(p->ctx, t, slot);
     else if (slot != -1)
-      b = (uint16_t)((pow2 ? slot >> shift : slot / p->bs) % B), start[b + 1]++;
+      b = (uint16_t)((pow2 ? slot >> shift : slot / p->bs) & (B - 1)), start[b + 1]++;
     bucket[t] = b;
   }
   for (int64_t b = 0; b < B; b++) start[b + 1] += start[b];
