@@ -183,13 +183,14 @@ int sim_check_key_row(dsv4kv_record rec, float fp8_max, const uint16_t *orig, co
     } else {
       scale = pow2_scale(amax < 1e-4 ? 1e-4 : amax, fp8_max);
     }
+    const double lsb = ldexp(scale, -10); /* once a block: a libm call */
     for (int d = b0; d < b0 + block; d++) {
       double x = bf16_to_f32(orig[d]), y = bf16_to_f32(got[d]);
       double ax = fabs(x), bound;
       if (rec == DSV4KV_RECORD_NVFP4)
         bound = 0.25 * (ax > scale ? ax : scale) + (ax > 6.0 * scale ? ax - 6.0 * scale : 0.0);
       else
-        bound = ax * 0.0625 + ldexp(scale, -10);
+        bound = ax * 0.0625 + lsb;
       double err = y - x;
       if (!(fabs(err) <= bound * (1.0 + 1e-9)))
         outlier(&bad, first, d, y, x, bound);

@@ -46,18 +46,39 @@ void sim_keytable_free(sim_keytable *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* out = src with each nonzero exponent moved by shift where it stays in
+ * 1..254, the sign flipped by sign; branch-free and restrict, so the
+ * compiler takes 8 values a step. */
+static void shift_row(const uint16_t *restrict src, uint16_t *restrict out, int32_t n, int shift, uint16_t sign) {
+  const uint16_t step = (uint16_t)(shift * 128), lo = (uint16_t)(1 - shift); /* 16-bit lanes throughout */
+#define SHIFT_ONE(d)                                                                       \
+  do {                                                                                     \
+    const uint16_t b = src[d], e = (uint16_t)((b >> 7) & 0xFF);                            \
+    const uint16_t move = (uint16_t)(e != 0) & (uint16_t)((uint16_t)(e - lo) <= 253u);     \
+    out[d] = (uint16_t)((uint16_t)(b + (uint16_t)(move * step)) ^ sign);                   \
+  } while (0)
+  int32_t d0 = 0;
+  for (; d0 + 8 <= n; d0 += 8) /* a fixed 8: the -O2 vectorizer takes it whole */
+    for (int32_t d = d0; d < d0 + 8; d++) SHIFT_ONE(d);
+  for (; d0 < n; d0++) SHIFT_ONE(d0);
+#undef SHIFT_ONE
+}
+
+static const uint16_t *table_row(const sim_keytable *t, uint64_t h) {
+  return t->rows + (size_t)(h & (uint64_t)(t->nrows - 1)) * (size_t)t->dim;
+}
+
+void sim_keytable_prefetch(const sim_keytable *t, uint64_t content) {
+  const char *src = (const char *)table_row(t, sim_hash2(t->salt, content));
+  for (size_t b = 0; b < (size_t)t->dim * sizeof *t->rows; b += 64) __builtin_prefetch(src + b);
+}
+
 void sim_keytable_row(const sim_keytable *t, uint64_t content, uint16_t *out) {
   uint64_t h = sim_hash2(t->salt, content);
-  const uint16_t *src = t->rows + (size_t)(h & (uint64_t)(t->nrows - 1)) * (size_t)t->dim;
+  const uint16_t *src = table_row(t, h);
   int shift = (int)((h >> 32) % 5) - 2;
   uint16_t sign = ((h >> 40) & 1) ? 0x8000u : 0u;
-  for (int32_t d = 0; d < t->dim; d++) {
-    int b = src[d];
-    int e = (b >> 7) & 0xFF;
-    if (e != 0 && e + shift >= 1 && e + shift <= 254)
-      b += shift * 128;
-    out[d] = (uint16_t)(b ^ sign);
-  }
+  shift_row(src, out, t->dim, shift, sign);
 }
 
 uint64_t sim_token_content(const sim_request_spec *r, int32_t uid, int32_t pos) {

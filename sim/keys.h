@@ -32,6 +32,9 @@ void sim_keytable_free(sim_keytable *t);
 
 /* The bf16 key of `content` (dim values) into out. */
 void sim_keytable_row(const sim_keytable *t, uint64_t content, uint16_t *out);
+/* Starts loading the table row sim_keytable_row(t, content, ...) reads (a
+ * hint: the rows are random, the loops that make keys know the next). */
+void sim_keytable_prefetch(const sim_keytable *t, uint64_t content);
 
 /* Content key of token `pos` of request `uid`. */
 uint64_t sim_token_content(const sim_request_spec *r, int32_t uid, int32_t pos);

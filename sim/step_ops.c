@@ -125,8 +125,10 @@ static int token_keys(sim_kstep *k, int comp, int64_t *rows, int64_t *work) {
   k->keys = sim_scratch(c, S_K, (size_t)T * 512 * sizeof(uint16_t));
   if (!k->keys)
     return -1;
-  for (int32_t t = 0; t < T; t++)
+  for (int32_t t = 0; t < T; t++) {
+    if (t + 2 < T) sim_keytable_prefetch(&k->ks->tok_keys, p->tok_content[t + 2]);
     sim_keytable_row(&k->ks->tok_keys, p->tok_content[t], k->keys + (size_t)t * 512);
+  }
   sim_op_time(k->ks, SIM_OP_MAKE_K, t0, T, 0);
   *rows = T;
   *work = (int64_t)T * 512;
@@ -160,6 +162,13 @@ static int entry_keys(sim_kstep *k, int comp, int64_t *rows, int64_t *work) {
     const sim_req *r = p->req[i];
     int32_t entry = pos / k->ratio;
     uint64_t content = sim_entry_content(r->spec, r->id, entry, k->ratio);
+    if (g + 1 < G) { /* the next entry's table rows, while this one's are made */
+      const int32_t tn = k->gidx[g + 1], pn = p->tok_pos[tn];
+      const sim_req *rn = p->req[p->tok_req[tn]];
+      const uint64_t cn = sim_entry_content(rn->spec, rn->id, pn / k->ratio, k->ratio);
+      sim_keytable_prefetch(&ks->comp_keys, cn);
+      if (k->kpre) sim_keytable_prefetch(&ks->idx_keys, cn);
+    }
     sim_keytable_row(&ks->comp_keys, content, k->ck + (size_t)g * 512);
     if (k->kpre)
       sim_keytable_row(&ks->idx_keys, content, k->kpre + (size_t)g * 128);
@@ -286,8 +295,7 @@ static int combine_outputs(sim_kstep *k, int comp, int64_t *rows, int64_t *work)
   g->clens = sim_scratch(k->c, S_CLENS, (size_t)g->Pg * sizeof(int32_t));
   if (!g->comb || !g->clens)
     return -1;
-  for (size_t x = 0; x < (size_t)g->Pg * (size_t)g->C; x++)
-    g->comb[x] = -1;
+  memset(g->comb, 0xFF, (size_t)g->Pg * (size_t)g->C * sizeof(int32_t)); /* -1: the columns never written */
   *rows = g->Pg;
   *work = (int64_t)g->Pg * g->C;
   return 0;
