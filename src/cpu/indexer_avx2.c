@@ -3,11 +3,10 @@
  * lanes, byte-identical to formats/ref.h's indexer_*_ref, which the case
  * registry checks on every input (ctest ops_cpu_paths runs each path the
  * machine has).  The sum of squares keeps the reference's 32 partial sums
- * (4 dims each, fmas in its order) and its xor butterfly: after an in-lane
- * 4 x 4 transpose the partials of groups 0, 2, 4, 6 | 1, 3, 5, 7 sit in the
- * lanes, so the strides 16 and 8 are vector adds and 4, 2, 1 are adds of a
- * vector and its permutation (each level adds the reference's pairs, and
- * a + b = b + a exactly).  After RMSNorm and RoPE a row is 8 vectors of 16
+ * (4 dims each, fmas in its order) and its xor butterfly: the strides 16, 8
+ * and 4 are adds of whole vectors, 2 and 1 adds of a vector and its
+ * permutation (each level adds the reference's pairs, and a + b = b + a
+ * exactly).  After RMSNorm and RoPE a row is 8 vectors of 16
  * bf16 in dim order, and the quantizers work on those bits, 16 lanes a
  * vector: every scale is a power of two, so a value times it is its bits
  * with the exponent moved (fp8: rounded at bit 4, rebiased; e2m1: compared
@@ -21,28 +20,25 @@
 #include "cpu/avx2.h"
 #include "cpu/indexer_scales.h"
 
-/* 8 bf16 at k as fp32. */
-static inline AVX2 __m256 bf16x8(const uint16_t *k) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)k)), 16));
-}
-
+/* The sum of squares in the reference's order (indexer_avx512.c's, on 8
+ * lanes): Triton lane t holds dims 4t .. 4t + 3 = the pairs (lanes) 2j and
+ * 2j + 1 of vector v = t / 4 (16 dims), the odd lane's pair moved down by
+ * a 64-bit shift; the partials sit in the even lanes. */
 AVX2 float indexer_sum_squares_avx2(const uint16_t *k) {
-  __m256 p[4]; /* p[v]: groups 8v + (0, 2, 4, 6 | 1, 3, 5, 7) */
-  for (int v = 0; v < 4; v++) {
-    __m256 a = bf16x8(k + 32 * v), b = bf16x8(k + 32 * v + 8), c = bf16x8(k + 32 * v + 16), d = bf16x8(k + 32 * v + 24);
-    /* in each 128-bit lane a 4 x 4 transpose: e[i] = dim i of the lane's four groups */
-    const __m256 t0 = _mm256_unpacklo_ps(a, b), t1 = _mm256_unpackhi_ps(a, b);
-    const __m256 t2 = _mm256_unpacklo_ps(c, d), t3 = _mm256_unpackhi_ps(c, d);
-    const __m256 e0 = _mm256_shuffle_ps(t0, t2, 0x44), e1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    const __m256 e2 = _mm256_shuffle_ps(t1, t3, 0x44), e3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 acc = _mm256_fmadd_ps(e0, e0, _mm256_mul_ps(e1, e1));
-    acc = _mm256_fmadd_ps(e2, e2, acc);
-    p[v] = _mm256_fmadd_ps(e3, e3, acc);
+  __m256 c[8];
+  for (int v = 0; v < 8; v++) {
+    const __m256i z = _mm256_loadu_si256((const __m256i *)(k + 16 * v));
+    const __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(z, 16));
+    const __m256 o = _mm256_castsi256_ps(_mm256_and_si256(z, _mm256_set1_epi32((int)0xFFFF0000u)));
+    const __m256 e1 = _mm256_castsi256_ps(_mm256_srli_epi64(_mm256_castps_si256(e), 32));
+    const __m256 o1 = _mm256_castsi256_ps(_mm256_srli_epi64(_mm256_castps_si256(o), 32));
+    c[v] = _mm256_fmadd_ps(o1, o1, _mm256_fmadd_ps(e1, e1, _mm256_fmadd_ps(e, e, _mm256_mul_ps(o, o))));
   }
-  __m256 w = _mm256_add_ps(_mm256_add_ps(p[0], p[2]), _mm256_add_ps(p[1], p[3])); /* m = 16, 8 */
-  w = _mm256_add_ps(w, _mm256_permute_ps(w, 0x4E));                               /* m = 4 */
-  w = _mm256_add_ps(w, _mm256_permute_ps(w, 0xB1));                               /* m = 2 */
-  w = _mm256_add_ps(w, _mm256_permute2f128_ps(w, w, 1));                          /* m = 1 */
+  /* lane 2j of c[v]: Triton lane 4v + j; m = 16, 8, 4 pair vectors 4, 2, 1 apart */
+  __m256 w = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c[0], c[4]), _mm256_add_ps(c[2], c[6])),
+                           _mm256_add_ps(_mm256_add_ps(c[1], c[5]), _mm256_add_ps(c[3], c[7])));
+  w = _mm256_add_ps(w, _mm256_permute2f128_ps(w, w, 1)); /* m = 2 */
+  w = _mm256_add_ps(w, _mm256_permute_ps(w, 0x4E));      /* m = 1 */
   return _mm256_cvtss_f32(w);
 }
 
@@ -97,8 +93,7 @@ static AVX2 int norm_rope(const uint16_t *k, const float *we, const float *wo, c
     } else {
       const __m256 c = _mm256_loadu_ps(cos_sin + 8 * (p - 4)), s = _mm256_loadu_ps(cos_sin + 32 + 8 * (p - 4));
       nan = _mm256_or_ps(nan, _mm256_cmp_ps(c, s, _CMP_UNORD_Q));
-      const __m256 neg_os = _mm256_xor_ps(_mm256_mul_ps(o, s), _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u)));
-      re = round_bf16x8(_mm256_fmadd_ps(e, c, neg_os), 1);
+      re = round_bf16x8(_mm256_fmsub_ps(e, c, _mm256_mul_ps(o, s)), 1); /* fma(e, c, -(o * s)) */
       ro = round_bf16x8(_mm256_fmadd_ps(o, c, _mm256_mul_ps(e, s)), 1);
     }
     h[p] = _mm256_blend_epi16(_mm256_srli_epi32(re, 16), ro, 0xAA);
