@@ -17,7 +17,7 @@ hint() {
     verify_golden*) echo "golden files: tests/golden, or DSV4KV_GOLDEN=DIR" ;;
     ops_cuda | cuda_graph_streams | cuda_conversions_exhaustive)
       if [ "$cuda_on" = ON ]; then
-        echo "a GPU of compute capability 9.0+ with its driver (this build has the CUDA backend)"
+        echo "a GPU of compute capability 9.0+ with its driver (the Release build has the CUDA backend)"
       else
         echo "a CUDA build (nvcc) and a GPU of compute capability 9.0+ with its driver"
       fi ;;

@@ -216,5 +216,7 @@ int sim_plot_command(int argc, char **argv) {
     fprintf(stderr, "dsv4kv plot: give a JSON report and -o FILE (see 'dsv4kv plot --help')\n");
     return 2;
   }
-  return plot_file(in, out);
+  const int rc = plot_file(in, out);
+  if (!rc) fprintf(stderr, "dsv4kv plot: plot written to %s\n", out); /* as run --plot and bench --plot say */
+  return rc;
 }

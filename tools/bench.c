@@ -135,7 +135,7 @@ static void usage(FILE *f) {
           "  --record REC   v4, mxfp8, nvfp4 (inserts, gathers), fp8, mxfp4 (indexer), or all (the default)\n"
           "  --sizes S      decode (64-256 tokens; gathers 64 requests x 256), prefill (4096-16384),\n"
           "                 large (65536+ tokens; gathers 8 x 8192, 64 x 16384), all (default)\n"
-          "  --threads N    CPU threads per call and for the memcpy (default: the processors)\n"
+          "  --threads N    CPU threads per call and for the memcpy (default, and 0: the processors)\n"
           "  --min-runs N   timed runs at least (1..200; default 5, cuda 20); --min-seconds S (0..60, 0.2)\n"
           "                 keeps timing until S seconds are spent, up to 200 runs\n"
           "  --device D     cpu (default) or cuda (device 0)\n"
@@ -279,11 +279,12 @@ static int parse_args(int argc, char **argv, bench_opts *o, bench_cli *c) {
       case 's': o->sizes = strcmp(optarg, "all") ? optarg : NULL; break;
       case 't':
       case 'n':
-        v = parse_long(optarg, 1, ch == 't' ? 1024 : BENCH_MAX_RUNS);
+        v = parse_long(optarg, ch == 't' ? 0 : 1, ch == 't' ? 1024 : BENCH_MAX_RUNS);
         if (v < 0)
-          return fprintf(stderr, "dsv4kv bench: --%s %s: not a whole number in 1..%d\n", ch == 't' ? "threads" : "min-runs",
-                         optarg, ch == 't' ? 1024 : BENCH_MAX_RUNS), 2;
-        *(ch == 't' ? &o->threads : &o->min_runs) = (int)v;
+          return fprintf(stderr, "dsv4kv bench: --%s %s: not a whole number in %d..%d\n", ch == 't' ? "threads" : "min-runs",
+                         optarg, ch == 't' ? 0 : 1, ch == 't' ? 1024 : BENCH_MAX_RUNS), 2;
+        if (ch == 't') o->threads = v ? (int)v : omp_get_num_procs(); /* 0: the default, as run's --threads 0 */
+        else o->min_runs = (int)v;
         break;
       case 'S':
         errno = 0;

@@ -52,6 +52,10 @@ fi
 # options in any order; the JSON alone on stdout with --json -
 "$bin" bench --threads 1 --op combine --sizes decode --min-seconds 0 --min-runs 1 >/dev/null 2>"$work/err" ||
   fail "--threads before --min-runs ($(cat "$work/err"))"
+# --threads 0: the default (the processors), as run's --threads 0 is the library's choice
+"$bin" bench --threads 0 --op combine --sizes decode --min-seconds 0 --min-runs 1 >"$work/out" 2>"$work/err" ||
+  fail "--threads 0 ($(cat "$work/err"))"
+grep -q "cpu, $(nproc) thread" "$work/out" || fail "--threads 0: not the processors' count ($(head -1 "$work/out"))"
 "$bin" bench --op combine --sizes decode --min-runs 1 --min-seconds 0 --json - 2>/dev/null >"$work/stdout.json" ||
   fail "--json -"
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$work/stdout.json" || fail "--json -: stdout is not JSON alone"
@@ -91,7 +95,7 @@ PY
   "$bin" bench --from-json "$work/empty.json" --plot "$work/keep.png" >/dev/null 2>&1 && fail "--from-json of no results: exit 0"
   [ "$(cat "$work/keep.png")" = keep ] || fail "--from-json refused, yet the existing plot file was overwritten"
 fi
-for bad in "--device tpu" "--report" "--threads 0" "--threads 4294967297" "--min-runs 1x" "--min-seconds 1e999" \
+for bad in "--device tpu" "--report" "--threads -1" "--threads 4294967297" "--min-runs 1x" "--min-seconds 1e999" \
   "--op nope" "--sizes huge" "stray" "--op insert --record fp8" "--from-json $work/b.json" \
   "--from-json $work/b.json --op gather --plot $work/x.png" "--plot $work/x.pdf"; do
   # shellcheck disable=SC2086

@@ -406,6 +406,7 @@ plot)
   [ "$(head -c 4 "$work/run.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "run.png is not a PNG"
   [ "$(wc -c <"$work/run.png")" -gt 20000 ] || fail "run.png is too small to hold the plot"
   "$bin" plot "$work/plot.json" -o "$work/replot.svg" >"$out" 2>"$err" || fail "dsv4kv plot: exit $?"
+  has_err "plot written to $work/replot.svg"
   grep -q "<svg" "$work/replot.svg" || fail "replot.svg is not an SVG"
   grep -q "pages in use" "$work/replot.svg" || fail "replot.svg lacks the pages panel"
   grep -q "nvfp4" "$work/replot.svg" || fail "replot.svg lacks the nvfp4 series"
