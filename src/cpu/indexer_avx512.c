@@ -4,16 +4,16 @@
  * tests/paths/indexer_paths.c on rows that reach every bf16 value at every
  * scale.  The operations are the reference's, each an IEEE fp32 operation
  * on a lane, in its order: the sum of squares keeps the 32 partial sums and
- * the xor butterfly (a + b = b + a exactly, so each level is one add of a
- * vector and its permutation); RMSNorm and RoPE hold a row as even / odd
- * dimensions (a rotated pair in one lane) and leave it as 4 vectors of 32
- * bf16 in dim order; the quantizers work on those bits, 32 values a vector
- * (every scale is a power of two: a value times it is its bits with the
- * exponent moved).  A row whose results hold a NaN or an Inf, whose cos /
- * sin or rstd is not finite is left to the reference: the quantizers
- * return 0 and the caller
+ * the xor butterfly (a + b = b + a exactly, so each level is one add);
+ * RMSNorm and RoPE hold a row as even / odd dimensions (a rotated pair in
+ * one lane) and leave it as 4 vectors of 32 bf16 in dim order; the
+ * quantizers work on those bits, 32 values a vector (every scale is a power
+ * of two: a value times it is its bits with the exponent moved).  A row
+ * whose results hold a NaN or an Inf, or whose cos / sin or rstd is not
+ * finite, is left to the reference: the quantizers return 0 and the caller
  * (src/cpu/indexer_cpu.c) takes it, as it does for a call whose weight
- * holds a NaN. */
+ * holds a NaN.  On a Zen 4 core a cache-resident row took ~85 ns before
+ * this layout (fp32 lanes), ~31 ns (FP8) / ~35 ns (MXFP4) after it. */
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -24,11 +24,13 @@
 #define INLINE __attribute__((always_inline))
 
 /* The sum of squares in the reference's order: Triton lane t holds dims
- * 4t .. 4t + 3 = the pairs (lanes) 2t and 2t + 1 of a vector of 32 dims
- * (8 lanes t a vector, at its even lanes); the odd lane's pair moves down
- * by a 64-bit shift for the second and third fmas.  The butterfly: m = 16
- * and 8 pair vectors 2 and 1 apart, m = 4, 2, 1 swap 256-, 128- and 64-bit
- * halves (the odd lanes carry nothing into the even ones). */
+ * 4t .. 4t + 3, the pairs (32-bit lanes) 2j and 2j + 1 of vector p = t / 8
+ * (32 dims, j = t % 8); the odd lane's pair moves down by a 64-bit shift
+ * for the second and third fmas, so the partials sit in the even lanes.
+ * The butterfly: m = 16 and 8 add vectors 2 and 1 apart, m = 4, 2, 1 swap
+ * 256-, 128- and 64-bit halves (the odd lanes never reach the even ones).
+ * Word permutes (vpermt2w) to gather each lane's 4 dims cost ~11 ns a row
+ * here against ~7. */
 AVX512F float indexer_sum_squares_avx512(const uint16_t *k) {
   __m512 c[4];
 #pragma GCC unroll 4
@@ -143,21 +145,23 @@ AVX512F int indexer_fp8_avx512(const uint16_t *k, const float *we, const float *
   const __m512i m = _mm512_max_epu16(_mm512_max_epu16(mag16(h[0], &kc), mag16(h[1], &kc)),
                                      _mm512_max_epu16(mag16(h[2], &kc), mag16(h[3], &kc)));
   const uint32_t bits = max_u16x32(m);
-  if (bits >= 0x7F80u) return 0;
+  if (bits >= 0x7F80u) return 0; /* a NaN or an Inf: the reference's row */
+  /* the scale in scalar code: its few instructions run beside the vector work */
   const float inv = fp8_scale_fast(f32_from_bits(bits << 16), fnuz, scale, ue);
-  const int e = (int)(f32_bits(*scale) >> 23) - 127;
+  const int e = (int)(f32_bits(*scale) >> 23) - 127; /* amax >= the floor: 2^e is normal */
+  /* e4m3_codes16's constants (avx512.h) */
   const __m512i kv = _mm512_set1_epi16((short)(((e + 127 - (fnuz ? 8 : 7)) << 7) - 7));
   const __m512i lo = _mm512_add_epi16(kv, _mm512_set1_epi16(134));
 #pragma GCC unroll 4
   for (int p = 0; p < 4; p++) {
     __mmask32 low = 0;
     __m256i c = e4m3_codes16(h[p], kv, lo, fnuz, &kc, &low);
-    if (low) {
+    if (low) { /* rare: a value needs subnormal steps; the fp32 encoder (it clamps: no harm here) */
       __m512 re, ro;
       split32(h[p], &re, &ro);
       c = _mm512_cvtepi32_epi16(_mm512_or_si512(fp8_codes32(re, inv, fnuz), _mm512_slli_epi32(fp8_codes32(ro, inv, fnuz), 8)));
     }
-    _mm256_storeu_si256((__m256i *)(codes + 32 * p), c);
+    _mm256_storeu_si256((__m256i *)(codes + 32 * p), c); /* dims in order */
   }
   return 1;
 }
@@ -209,15 +213,16 @@ AVX512F int indexer_mxfp4_avx512(const uint16_t *k, const float *we, const float
   if (!isfinite(rstd) || !norm_rope(k, we, wo, cos_sin, rstd, h)) return 0;
   const lanes16_consts kc = lanes16_consts_of();
   uint8_t sb[INDEXER_MXFP4_NUM_SCALES];
+  /* not unrolled: four copies of the fp32 fallback made it slower (35.8 -> 42.6 ns a row on a Zen 4) */
   for (int b = 0; b < INDEXER_MXFP4_NUM_SCALES; b++) {
     const uint32_t a = max_u16x32(mag16(h[b], &kc));
-    if (a >= 0x7F80u) return 0;
-    const int byte = (int)(((a < 0x01C0u ? 0x01C0u : a) + 0x3F) >> 7) - 2;
+    if (a >= 0x7F80u) return 0; /* a NaN or an Inf: the reference's row */
+    const int byte = (int)(((a < 0x01C0u ? 0x01C0u : a) + 0x3F) >> 7) - 2; /* l + 127 */
     __m512i c;
     sb[b] = (uint8_t)byte;
     if (byte >= 3) {
-      c = e2m1_codes16(h[b], _mm512_set1_epi16((short)((byte << 7) - 256)), &kc);
-    } else {
+      c = e2m1_codes16(h[b], _mm512_set1_epi16((short)((byte << 7) - 256)), &kc); /* 0x3E80 + l * 128 */
+    } else { /* l < -124: the fp32 form */
       float inv;
       mxfp4_scale_fast(f32_from_bits(a << 16), &inv);
       __m512 re, ro;
@@ -225,6 +230,7 @@ AVX512F int indexer_mxfp4_avx512(const uint16_t *k, const float *we, const float
       const __m512 s = _mm512_set1_ps(inv);
       c = _mm512_or_si512(e2m1x16(_mm512_mul_ps(re, s)), _mm512_slli_epi32(e2m1x16(_mm512_mul_ps(ro, s)), 16));
     }
+    /* byte i = code 2i | code 2i+1 << 4 */
     _mm_storeu_si128((__m128i *)(packed + 16 * b), _mm512_cvtepi32_epi8(_mm512_or_si512(c, _mm512_srli_epi32(c, 12))));
   }
   memcpy(scales, sb, sizeof sb);
