@@ -491,7 +491,9 @@ DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4
  * 100,000 may differ from the GPU reference by one code step.  Skipped and
  * counted: a slot < -1 or past the cache; a negative position or a RoPE row
  * past cos_sin_cache.  Rows naming one slot: the later writing row wins (on
- * CUDA with the insert's alignment condition for calls past 1024 rows). */
+ * CUDA with the insert's alignment condition for calls past 1024 rows).
+ * k_cache must not overlap the inputs (not checked; the bytes are then
+ * undefined: SPEC §7). */
 DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTensor *positions,
                                                const DLTensor *cos_sin_cache,
                                                const DLTensor *rms_norm_weight, float eps,
