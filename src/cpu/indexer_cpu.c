@@ -157,7 +157,8 @@ dsv4kv_status cpu_indexer_store(const indexer_args *a, const exec_opts *o, dsv4k
   }
   for (int i = 0; i < INDEXER_DIM / 2; i++) j.we[i] = j.weight[2 * i], j.wo[i] = j.weight[2 * i + 1];
   /* ~1 us a row on one thread (FP8; MXFP4 ~1.8); avx512 ~55 ns, avx2 ~70-90
-   * (a Zen 4, 2026-12-07; a Zen 3's avx2 ~100-130): see cpu_team */
+   * (a Zen 4, 2026-12-07; a Zen 3's avx2 130-180 before that day's
+   * changes): see cpu_team */
   const double row_ns = j.path == CPU_PATH_AVX512 ? 60 : j.path == CPU_PATH_AVX2 ? 100
                         : c->record == DSV4KV_RECORD_INDEXER_MXFP4 ? 1800 : 1000;
   const int nt = cpu_team(o, (double)a->T * row_ns / (a->compress_ratio > 0 ? a->compress_ratio : 1));
