@@ -55,7 +55,9 @@ dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
   if (nt <= 1 && p->T < BUCKETED_MIN_ROWS) {
     cpu_row_carry carry;
     carry.n = carry.at = 0;
-    int64_t ahead[CPU_ROWS_AHEAD]; /* the rows after t, whatever their slots (a hint) */
+    /* the rows after t, whatever their slots (a hint): seq[i] = base + 1 + i,
+     * refilled every CPU_ROWS_AHEAD rows rather than a row */
+    int64_t seq[2 * CPU_ROWS_AHEAD], base = -2 * CPU_ROWS_AHEAD;
     for (int64_t t = 0; t < p->T; t++) {
       const int64_t slot = tv_i64_1(p->slots, t);
       if (slot == -1) continue;
@@ -63,10 +65,13 @@ dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
         p->bad_slot(p->ctx, t, slot);
         continue;
       }
+      if (t - base >= CPU_ROWS_AHEAD) {
+        base = t;
+        for (int i = 0; i < 2 * CPU_ROWS_AHEAD; i++) seq[i] = base + 1 + i;
+      }
       const int64_t left = p->T - t - 1;
       const int n = (int)(left < CPU_ROWS_AHEAD ? left : CPU_ROWS_AHEAD);
-      for (int i = 0; i < n; i++) ahead[i] = t + 1 + i;
-      *sum += p->row(p->ctx, t, slot, ahead, n, &carry);
+      *sum += p->row(p->ctx, t, slot, seq + (t - base), n, &carry);
     }
     if (p->finish) p->finish(p->ctx);
     return DSV4KV_OK;
