@@ -297,6 +297,15 @@ typedef struct {
   void *stream;          /* CUDA backend: a cudaStream_t (NULL = legacy default) */
   dsv4kv_report *report; /* out, optional: the call's report, in memory of the
                             tensors' device (see dsv4kv_report)                  */
+  int distinct_slots;    /* inserts / indexer store: the caller promises that no
+                            two rows of the slot mapping name one slot (negative
+                            slots aside), as an engine's slot mapping never does.
+                            CUDA then skips finding duplicates (past 1024 rows:
+                            two mark kernels and a mark read a row); a promise
+                            broken leaves the records named twice with undefined
+                            bytes (rows may mix), nothing else.  The CPU always
+                            resolves duplicates (the later row wins) and
+                            ignores it; 0 = no promise                           */
 } dsv4kv_options;
 
 /* Sizes of the public structs a binding mirrors (e.g. Python's ctypes), by
@@ -326,7 +335,9 @@ DSV4KV_API size_t dsv4kv_struct_size(const char *name);
  * marking the named records first (two small kernels); that needs k_cache's
  * data and page stride to be multiples of 4 bytes, else (and past 2^24 rows)
  * each row scans the later rows' slots, O(T^2): keep caches aligned (any
- * framework allocation is).  k and slot_mapping must not lie inside k_cache.
+ * framework allocation is).  options.distinct_slots skips all of that where
+ * the caller knows its slots are distinct (up to a third of a large call's
+ * time on an H100).  k and slot_mapping must not lie inside k_cache.
  * Returns DSV4KV_OK, DSV4KV_WARN_SKIPPED, DSV4KV_WARN_NONFINITE (when asked)
  * or an argument error (NULL, DTYPE, RANK, SHAPE, STRIDE, VALUE, FORMAT,
  * DEVICE, BACKEND_NOT_BUILT). */
@@ -491,7 +502,8 @@ DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4
  * 100,000 may differ from the GPU reference by one code step.  Skipped and
  * counted: a slot < -1 or past the cache; a negative position or a RoPE row
  * past cos_sin_cache.  Rows naming one slot: the later writing row wins (on
- * CUDA with the insert's alignment condition for calls past 1024 rows).
+ * CUDA with the insert's alignment condition for calls past 1024 rows), unless
+ * options.distinct_slots promises there are none (as for the insert).
  * k_cache must not overlap the inputs (not checked; the bytes are then
  * undefined: SPEC §7). */
 DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTensor *positions,
@@ -615,9 +627,10 @@ DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_cache_desc) == 32 && offsetof(dsv4kv_cache_de
 DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_report) == 80 && offsetof(dsv4kv_report, reason) == 24 &&
                          offsetof(dsv4kv_report, values) == 32,
                      "dsv4kv_report: 3 x int64, 2 x int32, 6 x int64");
-DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_options) == 40 && offsetof(dsv4kv_options, check_nonfinite) == 16 &&
-                         offsetof(dsv4kv_options, stream) == 24 && offsetof(dsv4kv_options, report) == 32,
-                     "dsv4kv_options: 2 pointers, 2 ints, 2 pointers");
+DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_options) == 48 && offsetof(dsv4kv_options, check_nonfinite) == 16 &&
+                         offsetof(dsv4kv_options, stream) == 24 && offsetof(dsv4kv_options, report) == 32 &&
+                         offsetof(dsv4kv_options, distinct_slots) == 40,
+                     "dsv4kv_options: 2 pointers, 2 ints, 2 pointers, an int (padded to 8)");
 DSV4KV_LAYOUT_ASSERT(sizeof(dsv4kv_flashinfer_args) == 128 &&
                          offsetof(dsv4kv_flashinfer_args, swa_block_size) == 96,
                      "dsv4kv_flashinfer_args: 12 pointer-sized slots, then 7 int32");

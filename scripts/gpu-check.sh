@@ -7,7 +7,11 @@
 #                  of fresh random shapes and values; again with each way of
 #                  resolving duplicate slots forced (DSV4KV_CUDA_DEDUP), and
 #                  with 32 threads a row for the index ops
-#                  (DSV4KV_CUDA_INDEX_THREADS)
+#                  (DSV4KV_CUDA_INDEX_THREADS), a warp a row for them
+#                  (DSV4KV_CUDA_INDEX_ROWS=warp) and the gathers' L2
+#                  prefetch (DSV4KV_CUDA_GATHER_PREFETCH=1) forced, and
+#                  with distinct slots promised where a case's are
+#                  (--distinct-slots)
 #   golden         dsv4kv verify --device cuda tests/golden
 #   cuda_tests     tests/cuda/test_cuda (graph capture and replay, two
 #                  streams, offsets past 2^32, empty batches, warm-up)
@@ -129,6 +133,12 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
   step registry_dedup_fused env DSV4KV_CUDA_DEDUP=fused "$B/tests/ops_registry" --backend cuda --filter indexer --rounds 4
   # the index ops at 32 threads a row: rows wider than a block holds at once
   step registry_index_narrow env DSV4KV_CUDA_INDEX_THREADS=32 "$B/tests/ops_registry" --backend cuda --rounds 2
+  # the kernels the sizes pick past the registry's sizes, forced at its sizes:
+  # a warp a row for the index ops, the gathers' records sent to L2 ahead
+  # inserts and indexer stores with distinct slots passing options.distinct_slots (no duplicate resolution)
+  step registry_distinct "$B/tests/ops_registry" --backend cuda --distinct-slots --rounds 4
+  step registry_variants env DSV4KV_CUDA_INDEX_ROWS=warp DSV4KV_CUDA_GATHER_PREFETCH=1 "$B/tests/ops_registry" \
+    --backend cuda --rounds 4
   step golden "$B/dsv4kv" verify --device cuda tests/golden
   step cuda_tests "$B/tests/test_cuda"
   step conversions "$B/tests/exhaustive_cuda"
@@ -140,6 +150,10 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
       "$B/tests/ops_registry" --backend cuda --filter indexer
     step synccheck_registry_fused env DSV4KV_CUDA_DEDUP=fused compute-sanitizer --tool synccheck --error-exitcode 99 \
       "$B/tests/ops_registry" --backend cuda --filter indexer
+    step memcheck_registry_distinct compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" \
+      --backend cuda --distinct-slots --filter insert
+    step memcheck_registry_variants env DSV4KV_CUDA_INDEX_ROWS=warp DSV4KV_CUDA_GATHER_PREFETCH=1 compute-sanitizer \
+      --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
     step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
     step racecheck_registry env DSV4KV_CUDA_DEDUP=shared compute-sanitizer --tool racecheck --error-exitcode 99 \
       "$B/tests/ops_registry" --backend cuda --filter dup

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # Where the decode-size calls' time goes on the GPU (bench/NOTES-gpu.md):
 # builds build-gpu/ (scripts/gpu-check.sh bench, no timing), then
-#   ab-dedup.txt    graph and eager times at decode sizes of the same tree built
-#                   with -DDSV4KV_AB_NO_DEDUP (A: no duplicate resolution at
-#                   all, wrong for duplicate slots) against this tree (B),
-#                   3 alternated rounds
 #   ab-base.txt     with BASE (a .tar.gz of another tree, e.g. `git archive` of
 #                   the commit before a change): BASE (A) against this tree (B)
 #   durations.csv   every kernel's duration at decode sizes, one launch of each
@@ -21,9 +17,6 @@ GPU_CHECK_SKIP="bench bench_report bound" scripts/gpu-check.sh bench >/dev/null 
 dest=${OUT:-build-gpu/out}
 mkdir -p "$dest"
 export LD_LIBRARY_PATH=/tmp/dsv4kv-deps-$(id -u)/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-same=/tmp/dsv4kv-ab-same
-rm -rf "$same" && mkdir -p "$same" && tar cf - --exclude=./build-gpu --exclude=./build --exclude=./.git . | tar xf - -C "$same"
-AB_CUDA_FLAGS=-DDSV4KV_AB_NO_DEDUP scripts/gpu-ab.sh "$same" 3 --sizes decode >"$dest/ab-dedup.txt" 2>&1
 if [ $# -ge 1 ]; then
   base=/tmp/dsv4kv-ab-base
   rm -rf "$base" && mkdir -p "$base" && tar xzf "$1" -C "$base" &&

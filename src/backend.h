@@ -74,6 +74,7 @@ typedef struct {
   int num_threads;     /* CPU: requested threads, 0 = the runtime's default  */
   void *stream;        /* CUDA: the caller's cudaStream_t (NULL = legacy)    */
   int check_nonfinite; /* count NaN / Inf (inserts, indexer store)           */
+  int distinct_slots;  /* CUDA: the caller's promise of no duplicate slots    */
 } exec_opts;
 
 /* The contract: one table of operations per backend.  Each operation gets

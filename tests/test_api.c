@@ -87,7 +87,7 @@ static void report_matches_status(void **state) {
     dsv4kv_report rep;
     memset(&rep, 0x5A, sizeof rep); /* poisoned: every field must be written */
     int64_t skipped = -1, nonfinite = -1;
-    dsv4kv_options opt = {&skipped, &nonfinite, check, 1, NULL, &rep};
+    dsv4kv_options opt = {&skipped, &nonfinite, check, 1, NULL, &rep, 0};
     dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(&kv.t, &cv.t, &desc, &sv.t, &opt);
     assert_status(st, DSV4KV_WARN_SKIPPED);
     assert_int_equal(rep.skipped, 1);
@@ -108,7 +108,7 @@ static void report_matches_status(void **state) {
   /* only the NaN row: NONFINITE, and the report's message names k */
   slots[1] = -1;
   dsv4kv_report rep;
-  dsv4kv_options opt = {NULL, NULL, 1, 1, NULL, &rep};
+  dsv4kv_options opt = {NULL, NULL, 1, 1, NULL, &rep, 0};
   assert_status(dsv4kv_quantize_and_insert_k_cache(&kv.t, &cv.t, &desc, &sv.t, &opt), DSV4KV_WARN_NONFINITE);
   assert_int_equal(dsv4kv_report_status(&rep), DSV4KV_WARN_NONFINITE);
   char msg[512];

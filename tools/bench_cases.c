@@ -11,27 +11,33 @@
 typedef struct {
   const char *op, *record, *size;
   int64_t a, b; /* tokens; gather: requests x tokens; index ops: T, topk */
+  int distinct; /* inserts, indexer: the call promises distinct slots (GPU only) */
 } bench_spec;
 
 static const bench_spec specs[] = {
 #define INSERTS(rec)                                                                                         \
-  {"insert", rec, "decode", 64, 0}, {"insert", rec, "decode", 256, 0}, {"insert", rec, "prefill", 4096, 0}, \
-      {"insert", rec, "large", 65536, 0}, {"insert", rec, "large", 524288, 0},
+  {"insert", rec, "decode", 64, 0, 0}, {"insert", rec, "decode", 256, 0, 0}, {"insert", rec, "prefill", 4096, 0, 0}, \
+      {"insert", rec, "large", 65536, 0, 0}, {"insert", rec, "large", 524288, 0, 0},
 #define GATHERS(rec)                                                                                     \
-  {"gather", rec, "decode", 64, 256}, {"gather", rec, "large", 8, 8192}, {"gather", rec, "large", 64, 16384},
+  {"gather", rec, "decode", 64, 256, 0}, {"gather", rec, "large", 8, 8192, 0}, {"gather", rec, "large", 64, 16384, 0},
     INSERTS("v4") INSERTS("mxfp8") INSERTS("nvfp4") GATHERS("v4") GATHERS("mxfp8") GATHERS("nvfp4")
 #undef INSERTS
 #undef GATHERS
-    {"global_topk", "", "decode", 64, 512},   {"global_topk", "", "decode", 256, 512},
-    {"global_topk", "", "prefill", 4096, 512}, {"global_topk", "", "prefill", 4096, 1024},
-    {"combine", "", "decode", 64, 512},       {"combine", "", "decode", 256, 512},
-    {"combine", "", "prefill", 4096, 512},    {"combine", "", "prefill", 4096, 1024},
-    {"flashinfer", "", "decode", 64, 512},    {"flashinfer", "", "decode", 256, 512},
-    {"flashinfer", "", "prefill", 4096, 512},
-    {"flashinfer", "", "prefill", 4096, 1024},
-    {"indexer", "fp8", "decode", 64, 0},      {"indexer", "fp8", "decode", 256, 0},
-    {"indexer", "fp8", "prefill", 16384, 0},  {"indexer", "mxfp4", "decode", 256, 0},
-    {"indexer", "mxfp4", "prefill", 16384, 0},
+    {"global_topk", "", "decode", 64, 512, 0},   {"global_topk", "", "decode", 256, 512, 0},
+    {"global_topk", "", "prefill", 4096, 512, 0}, {"global_topk", "", "prefill", 4096, 1024, 0},
+    {"combine", "", "decode", 64, 512, 0},       {"combine", "", "decode", 256, 512, 0},
+    {"combine", "", "prefill", 4096, 512, 0},    {"combine", "", "prefill", 4096, 1024, 0},
+    {"flashinfer", "", "decode", 64, 512, 0},    {"flashinfer", "", "decode", 256, 512, 0},
+    {"flashinfer", "", "prefill", 4096, 512, 0},
+    {"flashinfer", "", "prefill", 4096, 1024, 0},
+    {"indexer", "fp8", "decode", 64, 0, 0},      {"indexer", "fp8", "decode", 256, 0, 0},
+    {"indexer", "fp8", "prefill", 16384, 0, 0},  {"indexer", "mxfp4", "decode", 256, 0, 0},
+    {"indexer", "mxfp4", "prefill", 16384, 0, 0},
+    /* last, so that the configurations above keep their inputs (seeded by index) */
+#define DISTINCT(rec) {"insert", rec, "large", 65536, 0, 1}, {"insert", rec, "large", 524288, 0, 1},
+    DISTINCT("v4") DISTINCT("mxfp8") DISTINCT("nvfp4")
+#undef DISTINCT
+    {"indexer", "fp8", "prefill", 16384, 0, 1},  {"indexer", "mxfp4", "prefill", 16384, 0, 1},
 };
 enum { NUM_SPECS = sizeof specs / sizeof specs[0], WINDOW = 128, BS = 64 };
 
@@ -265,6 +271,11 @@ int bench_case_make(int index, const char *op, const char *record, const char *s
            : !strcmp(s->op, "combine")     ? make_combine(c, s)
            : !strcmp(s->op, "flashinfer")  ? make_flashinfer(c, s)
                                            : make_indexer(c, s);
+  if (rc == 1 && s->distinct) {
+    c->distinct_slots = 1;
+    const size_t n = strlen(c->name);
+    snprintf(c->name + n, sizeof c->name - n, "%s", BENCH_DISTINCT_SUFFIX);
+  }
   if (rc != 1) bench_case_free(c);
   return rc;
 }

@@ -21,6 +21,7 @@
 #include "opcall.h"
 
 enum { BENCH_MAX_BUFS = 16 };
+#define BENCH_DISTINCT_SUFFIX ", distinct slots"
 
 typedef struct {
   char name[96];     /* the anchor's config name, e.g. "insert_v4 N=4096" */
@@ -29,6 +30,10 @@ typedef struct {
   const char *size;  /* decode, prefill, large */
   int64_t tokens;    /* rows processed */
   int64_t bytes;     /* compulsory bytes (see above) */
+  int distinct_slots;/* the call passes options.distinct_slots (the name ends
+                        in BENCH_DISTINCT_SUFFIX): GPU inserts and indexer
+                        store without their duplicate resolution; the CPU
+                        bench leaves these configurations out */
   opcall call;
   /* storage */
   void *bufs[BENCH_MAX_BUFS];

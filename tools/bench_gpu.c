@@ -73,8 +73,11 @@ static const anchor anchors[] = {
 };
 
 static const anchor *anchor_of(const char *config) {
+  /* a configuration with distinct slots promised is the anchor's configuration */
+  const size_t n = strlen(config), k = strlen(BENCH_DISTINCT_SUFFIX);
+  const size_t len = n > k && !strcmp(config + n - k, BENCH_DISTINCT_SUFFIX) ? n - k : n;
   for (size_t i = 0; i < sizeof anchors / sizeof anchors[0]; i++)
-    if (!strcmp(anchors[i].config, config)) return &anchors[i];
+    if (strlen(anchors[i].config) == len && !strncmp(anchors[i].config, config, len)) return &anchors[i];
   return NULL;
 }
 
@@ -213,6 +216,7 @@ static void add_row(cJSON *rows, const bench_case *c, double e, double host, dou
   cJSON_AddStringToObject(r, "size", c->size);
   cJSON_AddNumberToObject(r, "tokens", (double)c->tokens);
   cJSON_AddNumberToObject(r, "bytes", (double)c->bytes);
+  if (c->distinct_slots) cJSON_AddBoolToObject(r, "distinct_slots", 1);
   cJSON_AddNumberToObject(r, "eager_us", e);
   cJSON_AddNumberToObject(r, "host_us", host);
   cJSON_AddNumberToObject(r, "graph_us", gr);
@@ -311,7 +315,7 @@ int bench_gpu(const bench_opts *o, cJSON *root) {
       rc = 1;
       break;
     }
-    gpu_call g = {&c, {.stream = devmem_stream(), .report = report}, NULL, ""};
+    gpu_call g = {&c, {.stream = devmem_stream(), .report = report, .distinct_slots = c.distinct_slots}, NULL, ""};
     int runs = 0, per_graph = 0;
     double host = 0, e = eager_us(&g, call_once, flush, o, &runs, &host);
     double gr = e > 0 ? graph_us(&g, call_once, e, &per_graph) : -1;

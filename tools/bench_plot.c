@@ -86,7 +86,8 @@ static void plot_safe(char *t, int newline) {
 
 static void series_key(cJSON *r, char *key) {
   const char *rec = cJSON_GetObjectItem(r, "record")->valuestring;
-  snprintf(key, KEY_LEN, "%s%s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec);
+  snprintf(key, KEY_LEN, "%s%s%s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec,
+           cJSON_IsTrue(cJSON_GetObjectItem(r, "distinct_slots")) ? " distinct" : "");
   plot_safe(key, 0);
 }
 

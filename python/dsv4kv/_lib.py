@@ -66,6 +66,7 @@ class Options(ctypes.Structure):
         ("num_threads", ctypes.c_int),
         ("stream", ctypes.c_void_p),
         ("report", ctypes.c_void_p),
+        ("distinct_slots", ctypes.c_int),
     ]
 
 

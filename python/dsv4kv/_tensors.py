@@ -251,12 +251,14 @@ def last_report():
     }
 
 
-def call(what, fn, tensors, *args_after):
+def call(what, fn, tensors, *args_after, distinct_slots=False):
     """Runs library function `fn` with `args_after` (already built from
-    `tensors`), with the options of the tensors' device; raises on errors and,
-    when configured, on skipped entries."""
+    `tensors`), with the options of the tensors' device (and the caller's
+    promise of distinct slots, inserts and indexer store); raises on errors
+    and, when configured, on skipped entries."""
     dev = device_of(*tensors)
     opt = Options()
+    opt.distinct_slots = int(distinct_slots)
     opt.check_nonfinite = int(_settings["check_nonfinite"])
     opt.num_threads = int(_settings["num_threads"])
     rep = Report()

@@ -59,7 +59,7 @@ def _main_desc(k_cache, block_size, use_fnuz, bytes_per_token):
 
 @api
 def quantize_and_insert_k_cache(k, k_cache, slot_mapping, block_size=64, is_ue8m0=True, use_fnuz=False,
-                                bytes_per_token=V4_BYTES_PER_TOKEN):
+                                bytes_per_token=V4_BYTES_PER_TOKEN, *, distinct_slots=False):
     """Quantizes bf16 keys into their slots of a paged K cache (SPEC §3).
 
     k             bf16 [T_k, 512] (numpy: ml_dtypes.bfloat16, or uint16 bits)
@@ -71,6 +71,9 @@ def quantize_and_insert_k_cache(k, k_cache, slot_mapping, block_size=64, is_ue8m
     use_fnuz      e4m3fnuz codes (ROCm) instead of OCP e4m3fn
     bytes_per_token  584 (V4), 528 (MXFP8) or 288 (NVFP4) for a 2-D cache (a 3-D cache's
                   shape[-1] is the record width, as the reference reads it)
+    distinct_slots  the caller's promise that no two rows name one slot (as an engine's
+                  slot mapping never does): CUDA skips finding duplicates; broken, a
+                  slot named twice holds undefined bytes.  The CPU ignores it.
     Returns None; when two rows name one slot, the later row wins.
     """
     if not flag(is_ue8m0, "is_ue8m0"):
@@ -79,7 +82,7 @@ def quantize_and_insert_k_cache(k, k_cache, slot_mapping, block_size=64, is_ue8m
     tk, tc = arg(k, "k", bf16=True), arg(k_cache, "k_cache", out=True)
     ts = arg(slot_mapping, "slot_mapping")
     call("quantize_and_insert_k_cache", lib.dsv4kv_quantize_and_insert_k_cache, (tk, tc, ts),
-         tk.ref(), tc.ref(), ctypes.byref(desc), ts.ref())
+         tk.ref(), tc.ref(), ctypes.byref(desc), ts.ref(), distinct_slots=flag(distinct_slots, "distinct_slots"))
 
 
 @api

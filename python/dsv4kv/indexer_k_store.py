@@ -12,7 +12,7 @@ from ._tensors import api, arg, call, f32, flag, i32
 @api
 def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, rms_norm_eps, k_cache,
                               kv_slot_mapping, compress_ratio, use_fp4_cache, *, mx_scale=False, shuffle=False,
-                              use_fnuz=False, block_size=None):
+                              use_fnuz=False, block_size=None, distinct_slots=False):
     """Stores one indexer key per group of compress_ratio tokens (SPEC §6).
 
     k_pre            bf16 [T_k, 128], T_k >= T; only rows with (positions + 1) % compress_ratio == 0 write
@@ -27,6 +27,8 @@ def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, 
     use_fp4_cache    MXFP4 records (68 B) instead of FP8 (132 B)
     mx_scale, shuffle, use_fnuz  FP8 only: four UE8M0 scale bytes instead of an fp32
                      2^e; the 16x16-tiled value layout; e4m3fnuz codes
+    distinct_slots   the caller's promise that no two writing rows name one slot (as for
+                     the insert: CUDA skips finding duplicates; the CPU ignores it)
     Returns None.  The RMSNorm uses a correctly rounded 1/sqrt (the reference's
     rsqrt.approx can differ by one code step in ~2 rows in 100,000).
     """
@@ -45,4 +47,5 @@ def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, 
         (k_pre, "k_pre"), (positions, "positions"), (cos_sin_cache, "cos_sin_cache"),
         (rms_norm_weight, "rms_norm_weight"), (k_cache, "k_cache"), (kv_slot_mapping, "kv_slot_mapping"))]
     call("indexer_k_norm_rope_store", lib.dsv4kv_indexer_k_norm_rope_store, t, t[0].ref(), t[1].ref(), t[2].ref(),
-         t[3].ref(), f32(rms_norm_eps, "rms_norm_eps"), t[4].ref(), ctypes.byref(desc), t[5].ref(), i32(compress_ratio, "compress_ratio"))
+         t[3].ref(), f32(rms_norm_eps, "rms_norm_eps"), t[4].ref(), ctypes.byref(desc), t[5].ref(), i32(compress_ratio, "compress_ratio"),
+         distinct_slots=flag(distinct_slots, "distinct_slots"))

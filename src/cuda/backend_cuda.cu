@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cuda_runtime_api.h>
 
-#include "cuda/cuda_common.cuh"
+#include "cuda/index_ops_cuda.cuh"
 
 static const backend_ops cuda_backend = {
     "cuda", 1, cuda_insert, cuda_gather, cuda_global_topk, cuda_combine, cuda_flashinfer, cuda_indexer_store,
@@ -130,6 +130,18 @@ int cuda_index_threads_forced(void) {
     const char *e = getenv("DSV4KV_CUDA_INDEX_THREADS");
     const int n = e ? atoi(e) : 0;
     forced = n == 32 || n == 64 || n == 128 || n == 256 ? n : 0;
+  }
+  return forced;
+}
+
+int cuda_index_rows_forced(void) {
+  static volatile int forced = -1;
+  if (forced == -1) {
+    const char *e = getenv("DSV4KV_CUDA_INDEX_ROWS");
+    forced = !e ? INDEX_ROWS_ANY
+             : !strcmp(e, "warp") ? INDEX_ROWS_WARP
+             : !strcmp(e, "block") ? INDEX_ROWS_BLOCK
+                                   : INDEX_ROWS_ANY;
   }
   return forced;
 }

@@ -204,9 +204,8 @@ static __device__ __forceinline__ int64_t warp_sum_i64(int64_t v) {
  */
 enum { DEDUP_SHARED = 0, DEDUP_MARK = 1, DEDUP_GLOBAL = 2, DEDUP_WARP = 3, DEDUP_FUSED = 5 };
 enum { DEDUP_SHARED_ROWS = 1024, DEDUP_WARP_ROWS = 256 };
-/* DEDUP_NONE: no resolution at all, for A/B runs only (-DDSV4KV_AB_NO_DEDUP,
- * scripts/gpu-ab.sh's AB_CUDA_FLAGS): what the resolution costs a call.  A
- * build with it is wrong for duplicate slots; nothing else picks it. */
+/* DEDUP_NONE: no resolution at all, where the caller promises distinct
+ * slots (options.distinct_slots): every row with a slot writes. */
 enum { DEDUP_NONE = 4 };
 
 typedef struct {
@@ -245,9 +244,7 @@ static __device__ __forceinline__ void dedup_shared_load(int64_t *sh, dix slots,
 static __device__ __forceinline__ int later_row_writes_slot(int mode, const int64_t *sh, dix slots, int64_t T,
                                                             int64_t t, int64_t slot, dix positions, int64_t ratio,
                                                             int64_t cs_rows) {
-#ifdef DSV4KV_AB_NO_DEDUP
   if (mode == DEDUP_NONE) return 0;
-#endif
   const int64_t b0 = (int64_t)blockIdx.x * CUDA_WARPS;
   for (int64_t j0 = t + 1; j0 < T; j0 += 32) {
     const int64_t j = j0 + lane_id();
@@ -322,13 +319,12 @@ typedef struct {
  * T, which the inserts take as it is). */
 int cuda_dedup_forced(void);
 static inline ddedup dedup_mode_of(int64_t T, const record_layout *layout, int fp32_scale, const void *base,
-                                   int64_t page_stride) {
+                                   int64_t page_stride, int distinct_slots) {
   ddedup d = {DEDUP_WARP, 0, 0};
-#ifdef DSV4KV_AB_NO_DEDUP
-  (void)layout, (void)fp32_scale, (void)base, (void)page_stride, (void)T;
-  d.mode = DEDUP_NONE;
-  return d;
-#endif
+  if (distinct_slots) {
+    d.mode = DEDUP_NONE;
+    return d;
+  }
   const int forced = cuda_dedup_forced();
   if (T <= DEDUP_WARP_ROWS && (forced < 0 || forced == DEDUP_WARP)) return d;
   d.mode = DEDUP_SHARED;

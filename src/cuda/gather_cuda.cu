@@ -6,7 +6,11 @@
  * (NVFP4: 8 bytes) and its block's scale byte.  The range comes from the
  * lengths as on the CPU; the tokens outside it are counted in bulk by the
  * request's first thread, so the work never follows a length value past
- * what `out` can hold. */
+ * what `out` can hold.  Past 1024 rows a request a warp of one token a turn
+ * also sends its next turn's record to L2 (prefetch_record). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cuda/cuda_common.cuh"
 
 typedef struct {
@@ -140,8 +144,33 @@ static __device__ __forceinline__ int token_record(const gather_params *p, int64
   return 1;
 }
 
-/* The kernels' body: tpw tokens a warp in flight (a constant). */
-static __device__ __forceinline__ void gather_rows(const gather_params &p, const int tpw) {
+/* Sends token i's record (lo <= i, i < hi not yet checked) to L2 ahead of
+ * its loads: lanes 0 .. 7 each name one 128-byte line of its values (from
+ * their first byte, then their last) and of its scales.  Nothing is read
+ * back, so the warp waits only for the block-table entry; a token whose
+ * page is out of range (noted when its turn comes) is not fetched. */
+static __device__ __forceinline__ void prefetch_record(const gather_params *p, int64_t r, int64_t i, int64_t hi,
+                                                       int64_t pos, int lane) {
+  const int nvl = (p->layout.value_bytes + 127) / 128; /* <= 5: lanes 0 .. nvl + 2 */
+  if (i >= hi || lane > nvl + 2) return;
+  const int64_t lp = dpd_page(p->bsd, pos);
+  if (lp >= p->max_pages) return;
+  const int64_t page = dix_i32_2(p->block_table, r, lp);
+  if (page < 0 || page >= p->num_pages) return;
+  const uint8_t *pg = p->base + page * p->page_stride;
+  const int64_t in_page = dpd_off(p->bsd, pos);
+  const uint8_t *v = pg + record_values_off(&p->layout, p->bs, in_page);
+  const uint8_t *sc = pg + record_scales_off(&p->layout, p->bs, in_page);
+  const uint8_t *a = lane < nvl ? v + 128 * lane
+                   : lane == nvl ? v + p->layout.value_bytes - 1
+                   : lane == nvl + 1 ? sc
+                                     : sc + p->layout.scale_bytes - 1;
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(a));
+}
+
+/* The kernels' body: tpw tokens a warp in flight (a constant); PF: each
+ * token's record sent to L2 a turn ahead (prefetch_record). */
+static __device__ __forceinline__ void gather_rows(const gather_params &p, const int tpw, const int PF) {
   if (dnote_idle(p.note)) return;
   const int64_t r = blockIdx.x;
   const int lane = lane_id();
@@ -176,6 +205,12 @@ static __device__ __forceinline__ void gather_rows(const gather_params &p, const
         load_lane(&p, lane, pg + record_values_off(&p.layout, p.bs, in_page),
                   pg + record_scales_off(&p.layout, p.bs, in_page), &g[k]);
     }
+    if (PF) /* the warp's next turn, while this one's records are on their way */
+#pragma unroll
+      for (int k = 0; k < tpw; k++) {
+        const int64_t i = i0 + (tpw + k) * warps;
+        prefetch_record(&p, r, i, hi, seq_len - L + i, lane);
+      }
 #pragma unroll
     for (int k = 0; k < tpw; k++) {
       if (!ok[k]) continue;
@@ -189,12 +224,32 @@ static __device__ __forceinline__ void gather_rows(const gather_params &p, const
 }
 
 /* resident blocks of 256 threads: 8 = 32 registers, 5 = 48 (no spills) */
-__global__ void __launch_bounds__(CUDA_BLOCK, 8) gather_kernel(gather_params p) { gather_rows(p, 1); }
-__global__ void __launch_bounds__(CUDA_BLOCK, 5) gather_pair_kernel(gather_params p) { gather_rows(p, 2); }
+__global__ void __launch_bounds__(CUDA_BLOCK, 8) gather_kernel(gather_params p) { gather_rows(p, 1, 0); }
+__global__ void __launch_bounds__(CUDA_BLOCK, 5) gather_pair_kernel(gather_params p) { gather_rows(p, 2, 0); }
+__global__ void __launch_bounds__(CUDA_BLOCK, 8) gather_prefetch_kernel(gather_params p) { gather_rows(p, 1, 1); }
 
-const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, (const void *)gather_pair_kernel, NULL};
+const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, (const void *)gather_pair_kernel,
+                                           (const void *)gather_prefetch_kernel, NULL};
 
-enum { GATHER_BLOCKS = 2048 }; /* blocks a call fills before chunks stop at 64 a request */
+enum { GATHER_BLOCKS = 2048 };
+
+/* Whether a warp of one token a turn sends its next token's record to L2
+ * (prefetch_record): from GATHER_PREFETCH_MIN_ROWS out rows a request, or
+ * as DSV4KV_CUDA_GATHER_PREFETCH=1 / 0 forces (tests, A/B timings; read
+ * once).  H100, 3 alternated rounds (bench/NOTES-gpu.md run 40): 64 x 16384
+ * V4 642 -> 628 us, NVFP4 533 -> 519, 8 x 8192 -0.5-1 %; decode sizes
+ * (L2-resident, nothing to hide) +0-0.4 us.  MXFP8's two tokens a warp
+ * already keep two records in flight: with the prefetch as well (48
+ * registers and a spill) 64 x 16384 was 2.6 % slower, 8 x 8192 6 %. */
+enum { GATHER_PREFETCH_MIN_ROWS = 1024 };
+static int cuda_gather_prefetch(int64_t rows_left) {
+  static volatile int forced = -2;
+  if (forced == -2) {
+    const char *e = getenv("DSV4KV_CUDA_GATHER_PREFETCH");
+    forced = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
+  }
+  return forced >= 0 ? forced : rows_left >= GATHER_PREFETCH_MIN_ROWS;
+} /* blocks a call fills before chunks stop at 64 a request */
 
 extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
@@ -243,6 +298,8 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
     const dim3 grid((unsigned)a->R, (unsigned)chunks);
     if (tpw == 2)
       CUDA_LAUNCH_REPORTED(gather_pair_kernel, grid, call, p);
+    else if (cuda_gather_prefetch(rows_left))
+      CUDA_LAUNCH_REPORTED(gather_prefetch_kernel, grid, call, p);
     else
       CUDA_LAUNCH_REPORTED(gather_kernel, grid, call, p);
   }

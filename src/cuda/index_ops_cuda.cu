@@ -6,7 +6,9 @@
  * (coalesced 4-byte reads and writes), two entries a thread in flight
  * (combine: 16-byte accesses, two a thread in flight, four where a thread
  * has more than 8 entries of a row, where its rows are contiguous and
- * 16-byte aligned);
+ * 16-byte aligned; from 1024 rows of those a warp a row instead, four
+ * accesses a lane in flight: combine T 4096 top-k 1024 9.4 -> 8.0 us on an
+ * H100, bench/NOTES-gpu.md run 39);
  * lengths counted with __syncthreads_count.  The block has 32 to 256
  * threads, more when there are few rows (index_block: a decode step's 64
  * rows still occupy the GPU).  Integer arithmetic wraps to int32 as the
@@ -89,7 +91,7 @@ typedef struct {
  * clamped and noted by thread 0 (SPEC §7). */
 static __device__ __forceinline__ combine_lens combine_lens_of(const combine_params *p, int64_t r, int64_t t,
                                                                int64_t qs, int64_t qe, int64_t seq_len,
-                                                               int64_t gather_len) {
+                                                               int64_t gather_len, int leader) {
   const int64_t start_pos = seq_len - (qe - qs), gather_start = seq_len - gather_len;
   const int64_t t_lo = qs > 0 ? qs : 0, pos = start_pos + (t - qs);
   combine_lens z = {(int64_t)p->M * r, 0, 0, 0};
@@ -107,11 +109,11 @@ static __device__ __forceinline__ combine_lens combine_lens_of(const combine_par
   z.swa_len = pos - swa_start + 1;
   const int64_t key = skip_key(r, 1 + (t - t_lo), 32);
   if (z.topk_len < 0) {
-    if (threadIdx.x == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, z.topk_len, 0, r, p->topk_n);
+    if (leader) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_TOPK_BEFORE_START, z.topk_len, 0, r, p->topk_n);
     z.topk_len = 0;
   }
   if (z.swa_len < 0) {
-    if (threadIdx.x == 0) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, z.swa_len, 0, r, p->window_size);
+    if (leader) dnote1(p->note, key, SKIP_LENGTH_CLAMPED, t, LEN_SWA_NEGATIVE, z.swa_len, 0, r, p->window_size);
     z.swa_len = 0;
   }
   z.first = z.Mr + p->N + (swa_start - gather_start);
@@ -134,16 +136,15 @@ typedef struct {
   int32_t seq_len, gather_len;
 } combine_req;
 
-/* Token t's row as request r (its range and lengths in q) writes it (the
- * block together).  Counters in 32 bits: 0 <= topk_len <= topk_n and 0 <=
+/* Token t's row as request r (its range and lengths in q) writes it, by the
+ * bd threads tid = 0 .. bd - 1 of the block or of a warp.  Counters in 32 bits: 0 <= topk_len <= topk_n and 0 <=
  * swa_len <= window_size, both int32; the values wrap as wrap32's.  NF:
  * 16-byte accesses a thread in flight, 2 or 4.  (Loading the row before the
  * requests are found cost 12 registers and T 4096 +0.5-0.9 us for -0.1 us
  * at T 64: bench/NOTES-gpu.md run 32.) */
 static __device__ __forceinline__ void combine_row(const combine_params *p, int64_t r, int64_t t, combine_req q,
-                                                   const int NF) {
-  const uint32_t tid = threadIdx.x, bd = blockDim.x;
-  const combine_lens z = combine_lens_of(p, r, t, q.qs, q.qe, q.seq_len, q.gather_len);
+                                                   const int NF, const uint32_t tid, const uint32_t bd) {
+  const combine_lens z = combine_lens_of(p, r, t, q.qs, q.qe, q.seq_len, q.gather_len, tid == 0);
   const uint32_t n = (uint32_t)z.topk_len, ns = (uint32_t)z.swa_len, mr = (uint32_t)z.Mr, first = (uint32_t)z.first;
   const uint8_t *tin = p->topk.data + t * p->topk.s0 * 4;
   uint8_t *cout = (uint8_t *)p->combined.data + t * p->combined.s0 * 4;
@@ -184,20 +185,19 @@ static __device__ __forceinline__ void combine_row(const combine_params *p, int6
   if (tid == 0) *(int32_t *)(p->lens.data + t * p->lens.s0 * 4) = (int32_t)(n + ns);
 }
 
-/* Block per token t: the requests whose query range holds t, in request
- * order (overlapping ranges, malformed input, give the CPU's sequential
- * result: later requests overwrite earlier ones; every warp finds the same
- * requests).  Threads r < R also count request
- * r's tokens outside [0, T) in bulk.  NF: 4 16-byte loads a thread in flight
- * for rows of more than 8 entries a thread (the host chooses; 64 registers
- * instead of 48: T 4096 top-k 1024 7.86 -> 7.61 us on the H200), else 2
- * (4 at top-k 512 ran slower, bench/NOTES-gpu.md run 17). */
-static __device__ __forceinline__ void combine_rows(combine_params p, const int NF) {
+/* Token after token (t0, t0 + step, ...), each by the bd threads tid of a
+ * block (WARP 0) or of a warp (WARP 1): the requests whose query range holds
+ * t, in request order (overlapping ranges, malformed input, give the CPU's
+ * sequential result: later requests overwrite earlier ones; every warp finds
+ * the same requests).  Threads r < R of the grid also count request r's
+ * tokens outside [0, T) in bulk.  NF: 16-byte loads a thread in flight. */
+static __device__ __forceinline__ void combine_tokens(const combine_params &p, int64_t t0, int64_t step, uint32_t tid,
+                                                      uint32_t bd, const int NF, const int WARP) {
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const int64_t base = dix_i32(p.qsl, 0);
   combine_note_outside(&p, base);
-  for (int64_t t = blockIdx.x; t < p.T; t += gridDim.x) {
+  for (int64_t t = t0; t < p.T; t += step) {
     for (int64_t r0 = 0; r0 < p.R; r0 += 32) {
       const int64_t rr = r0 + lane;
       int holds = 0;
@@ -211,14 +211,32 @@ static __device__ __forceinline__ void combine_rows(combine_params p, const int 
         const int src = __ffs(m) - 1;
         const combine_req qr = {__shfl_sync(FULL_MASK, q.qs, src), __shfl_sync(FULL_MASK, q.qe, src),
                                 __shfl_sync(FULL_MASK, q.seq_len, src), __shfl_sync(FULL_MASK, q.gather_len, src)};
-        combine_row(&p, r0 + src, t, qr, NF);
-        __syncthreads(); /* the next request's writes land after this one's */
+        combine_row(&p, r0 + src, t, qr, NF, tid, bd);
+        if (WARP) /* the next request's writes land after this one's */
+          __syncwarp();
+        else
+          __syncthreads();
       }
     }
   }
 }
-__global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) { combine_rows(p, 2); }
-__global__ void __launch_bounds__(CUDA_BLOCK) combine_wide_kernel(combine_params p) { combine_rows(p, 4); }
+
+/* A block a token (threads over the row): 4 16-byte loads a thread in flight
+ * for rows of more than 8 entries a thread (the host chooses; 64 registers
+ * instead of 48: T 4096 top-k 1024 7.86 -> 7.61 us on the H200), else 2 (4
+ * at top-k 512 ran slower, bench/NOTES-gpu.md run 17). */
+__global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
+  combine_tokens(p, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x, 2, 0);
+}
+__global__ void __launch_bounds__(CUDA_BLOCK) combine_wide_kernel(combine_params p) {
+  combine_tokens(p, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x, 4, 0);
+}
+/* A warp a token, 4 16-byte loads a lane in flight (a top-k 512 row in one
+ * round): no block barrier, and a block holds several tokens. */
+__global__ void __launch_bounds__(CUDA_BLOCK, 4) combine_warp_kernel(combine_params p) {
+  const uint32_t wpb = blockDim.x >> 5;
+  combine_tokens(p, (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5), (int64_t)gridDim.x * wpb, lane_id(), 32, 4, 1);
+}
 
 /* Whether the rows of topk and combined can be read and written 16 bytes at a time. */
 static int32_t combine_vec(const combine_args *a) {
@@ -233,15 +251,22 @@ extern "C" dsv4kv_status cuda_combine(const combine_args *a, const exec_opts *o,
                       dix_of(&a->combined), dix_of(&a->lens), a->T, a->R, a->window_size, a->compress_ratio,
                       a->topk_n, a->M, a->N, combine_vec(a), dpagediv_of(a->compress_ratio), {r, 0}};
   cuda_report_reset(&call, r, OP_COMBINE);
-  if (a->R > 0) { /* 4 16-byte loads in flight where a thread has more than 8 entries of a row */
+  if (a->R > 0) {
     const unsigned f = (unsigned)cuda_index_threads_forced(), b = f ? f : index_block(a->T);
-    if (p.vec && a->topk_n / 4 > 2 * (int64_t)b)
+    if (index_warp_rows(a->T, p.vec)) {
+      const unsigned wpb = index_warps_a_block(a->T);
+      const int64_t blocks = (a->T + wpb - 1) / wpb;
+      const unsigned grid = blocks > (1 << 20) ? 1u << 20 : (unsigned)blocks;
+      CUDA_LAUNCH_REPORTED_SIZED(combine_warp_kernel, grid, 32 * wpb, 0, call, p);
+    } else if (p.vec && a->topk_n / 4 > 2 * (int64_t)b) { /* 4 16-byte loads in flight: more than 8 entries a thread */
       INDEX_LAUNCH_BLOCK(combine_wide_kernel, a->T, b, call, p);
-    else
+    } else {
       INDEX_LAUNCH_BLOCK(combine_kernel, a->T, b, call, p);
+    }
   }
   return cuda_leave(&call, "combine_topk_swa_indices");
 }
 
 const void *const cuda_index_kernels[] = {(const void *)global_topk_kernel, (const void *)combine_kernel,
-                                          (const void *)combine_wide_kernel, NULL};
+                                          (const void *)combine_wide_kernel, (const void *)combine_warp_kernel,
+                                          NULL};

@@ -15,6 +15,9 @@ typedef struct {
   dnote note;
 } topk_params;
 
+/* Rows from which a warp takes a row (index_warp_rows). */
+enum { INDEX_WARP_ROWS_MIN = 1024 };
+
 /* Threads per row: more when rows are few, so that about 8192 warps run. */
 static inline unsigned index_block(int64_t rows) {
   unsigned b = 32;
@@ -29,6 +32,28 @@ static inline unsigned index_grid(int64_t rows) {
  * for the tests, so that the registry's narrow rows reach the kernels' loops
  * over entries past what a block holds at once; else 0 (read once). */
 int cuda_index_threads_forced(void);
+
+/* DSV4KV_CUDA_INDEX_ROWS: "warp" forces the kernels of a warp a row,
+ * "block" those of a block a row, for the tests and the A/B timings; else 0
+ * (the sizes choose; read once). */
+enum { INDEX_ROWS_ANY = 0, INDEX_ROWS_BLOCK = 1, INDEX_ROWS_WARP = 2 };
+int cuda_index_rows_forced(void);
+
+/* Whether a row of rows4-style (16-byte) entries goes to a warp instead of a
+ * block: where rows are many (a block a row would give each of its threads
+ * few entries, and the GPU a block a row to schedule). */
+static inline int index_warp_rows(int64_t rows, int vec) {
+  const int f = cuda_index_rows_forced();
+  if (!vec || f == INDEX_ROWS_BLOCK) return 0;
+  return f == INDEX_ROWS_WARP || rows >= INDEX_WARP_ROWS_MIN;
+}
+/* Warps a block for `rows` rows of a warp each: 1 to 8, about 2 blocks a
+ * multiprocessor's worth of rows or more. */
+static inline unsigned index_warps_a_block(int64_t rows) {
+  unsigned w = 1;
+  while (w < CUDA_WARPS && (int64_t)w * 2 * 128 <= rows) w *= 2;
+  return w;
+}
 
 /* CUDA_LAUNCH_REPORTED with one block of `threads` a row. */
 #define INDEX_LAUNCH_BLOCK(kernel, rows, threads, call, p)                           \

@@ -30,6 +30,10 @@
  * rows on 132).  H200, T 4096: 4.86 -> 4.75 us (top-k 512), 8.09 -> 6.98
  * (1024; 7.49 with 128 threads in one round, 7.29 with those at 40
  * registers, which cost 512 0.3 us).
+ * From 1024 rows (index_warp_rows) a warp takes a row instead, 4 groups a
+ * lane in flight (a top-k 512 row in one round, no block barrier, 8 rows a
+ * 256-thread block): on an H100 top-k 1024 7.8 -> 7.6 us, 512 unchanged
+ * (bench/NOTES-gpu.md run 39); DSV4KV_CUDA_INDEX_ROWS forces either shape.
  * The same layout for combine and the flashinfer indices, a block of one
  * group a thread, ran slower than the general kernels (bench/NOTES-gpu.md)
  * and was not kept. */
@@ -70,39 +74,42 @@ static __device__ __forceinline__ void note_topk_group(const rows4_params *q, in
   }
 }
 
-/* Row after row of the grid; POW2: the block size is 1 << shift; NG: the
- * groups a thread has in flight (1 or 2), g0 and g0 + blockDim.x. */
-static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, const int POW2, const int NG) {
+/* Rows t0, t0 + step, ... by the bd threads tid of a block (WARP 0) or a
+ * warp (WARP 1); POW2: the block size is 1 << shift; NG: the groups a thread
+ * has in flight (1, 2 or 4), g0, g0 + bd, ... */
+static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, uint32_t t0, uint32_t step,
+                                                         uint32_t tid, uint32_t bd, const int POW2, const int NG,
+                                                         const int WARP) {
   if (dnote_idle(q->note)) return;
   __shared__ int32_t sh[ROWS4_MAX_THREADS / 32];
-  const uint32_t nw = blockDim.x >> 5, bs = q->bs, bd = blockDim.x;
+  const uint32_t nw = bd >> 5, bs = q->bs;
   const int shift = q->shift;
-  for (uint32_t t = blockIdx.x; t < q->T; t += gridDim.x) {
+  for (uint32_t t = t0; t < q->T; t += step) {
     const int valid = *at(q->valid, t, q->valid_s) != 0;
     const int32_t req = *(const int32_t *)at(q->req, t, q->req_s);
     const int req_ok = (uint32_t)req < q->R32;
-    if (!req_ok && valid && threadIdx.x == 0)
+    if (!req_ok && valid && tid == 0)
       dnote1(q->note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, q->R, 0, 0, 0);
     const uint8_t *in = at(q->topk, t, q->topk_s), *out = at(q->out, t, q->out_s);
     const uint8_t *row = at(q->bt, req_ok ? (uint32_t)req : 0u, q->bt_s0);
     const uint32_t lim = req_ok ? q->lim : 0u;
     const int32_t limm1 = req_ok && valid ? q->limm1 : INT32_MAX;
     int hits = 0;
-    for (uint32_t g0 = threadIdx.x; g0 < q->G; g0 += NG * bd) {
-      int32_t x[2][4], y[2][4];
+    for (uint32_t g0 = tid; g0 < q->G; g0 += NG * bd) {
+      int32_t x[4][4], y[4][4];
 #pragma unroll
       for (int k = 0; k < NG; k++) {
-        /* a second group past the row reads nothing: x = -1 is never looked up or noted */
+        /* a later group past the row reads nothing: x = -1 is never looked up or noted */
         const uint32_t g = g0 + k * bd;
         const int4 v = k == 0 || g < q->G ? *(const int4 *)at(in, g, 16) : make_int4(-1, -1, -1, -1);
         x[k][0] = v.x, x[k][1] = v.y, x[k][2] = v.z, x[k][3] = v.w;
       }
       /* the notes of a group that may hold skipped entries: after the store with
-       * one group (the shorter hot path), before the lookups with two (fewer
+       * one group (the shorter hot path), before the lookups with more (fewer
        * values live across the slow path: 8 bytes spilled at 32 registers, not 60) */
-      if (NG == 2) {
+      if (NG > 1) {
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < NG; k++) {
           const int32_t mx = max(max(x[k][0], x[k][1]), max(x[k][2], x[k][3]));
           if (mx > limm1) note_topk_group(q, t, 4 * (int64_t)(g0 + k * bd), x[k], req, POW2);
         }
@@ -130,33 +137,37 @@ static __device__ __forceinline__ void global_topk_rows4(const rows4_params *q, 
     }
     hits = __reduce_add_sync(FULL_MASK, hits);
     int32_t *lens = (int32_t *)at(q->lens, t, q->lens_s);
-    if (nw == 1) {
-      if (threadIdx.x == 0) *lens = valid ? hits : 0;
+    if (WARP || nw == 1) {
+      if (tid == 0) *lens = valid ? hits : 0;
     } else {
-      if (lane_id() == 0) sh[threadIdx.x >> 5] = hits;
+      if (lane_id() == 0) sh[tid >> 5] = hits;
       __syncthreads();
-      if (threadIdx.x < 32) {
-        int s = threadIdx.x < nw ? sh[threadIdx.x] : 0;
+      if (tid < 32) {
+        int s = tid < nw ? sh[tid] : 0;
         s = __reduce_add_sync(FULL_MASK, s);
-        if (threadIdx.x == 0) *lens = valid ? s : 0;
+        if (tid == 0) *lens = valid ? s : 0;
       }
-      if (t + gridDim.x < q->T) __syncthreads(); /* sh is free for the next row */
+      if (t + step < q->T) __syncthreads(); /* sh is free for the next row */
     }
   }
 }
 
-__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows4_pow2_kernel(rows4_params q) {
-  global_topk_rows4(&q, 1, 1);
-}
-__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows4_div_kernel(rows4_params q) {
-  global_topk_rows4(&q, 0, 1);
-}
-__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows8_pow2_kernel(rows4_params q) {
-  global_topk_rows4(&q, 1, 2);
-}
-__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) global_topk_rows8_div_kernel(rows4_params q) {
-  global_topk_rows4(&q, 0, 2);
-}
+#define ROWS4_BLOCK_KERNEL(name, POW2, NG)                                            \
+  __global__ void __launch_bounds__(ROWS4_MAX_THREADS, 8) name(rows4_params q) {      \
+    global_topk_rows4(&q, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x, POW2, NG, 0); \
+  }
+ROWS4_BLOCK_KERNEL(global_topk_rows4_pow2_kernel, 1, 1)
+ROWS4_BLOCK_KERNEL(global_topk_rows4_div_kernel, 0, 1)
+ROWS4_BLOCK_KERNEL(global_topk_rows8_pow2_kernel, 1, 2)
+ROWS4_BLOCK_KERNEL(global_topk_rows8_div_kernel, 0, 2)
+/* A warp a row, 4 groups a lane in flight (a top-k 512 row in one round). */
+#define ROWS4_WARP_KERNEL(name, POW2)                                                          \
+  __global__ void __launch_bounds__(ROWS4_MAX_THREADS, 4) name(rows4_params q) {               \
+    const uint32_t wpb = blockDim.x >> 5;                                                      \
+    global_topk_rows4(&q, blockIdx.x * wpb + (threadIdx.x >> 5), gridDim.x * wpb, lane_id(), 32, POW2, 4, 1); \
+  }
+ROWS4_WARP_KERNEL(global_topk_warp_pow2_kernel, 1)
+ROWS4_WARP_KERNEL(global_topk_warp_div_kernel, 0)
 
 int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call *call) {
   if (a->K < 4 || a->K > INT32_MAX || a->T > INT32_MAX || !rows4_view(&a->topk, a->K) ||
@@ -175,6 +186,13 @@ int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call
   q.T = (uint32_t)a->T, q.G = (uint32_t)(a->K / 4), q.R32 = (uint32_t)(a->R < big ? a->R : big);
   q.lim = (uint32_t)(pb < big ? pb : big), q.limm1 = (int32_t)((pb < big ? pb : big) - 1);
   q.bs = (uint32_t)bs, q.shift = p->pd.shift, q.R = a->R, q.P = a->P, q.note = p->note;
+  if (index_warp_rows(a->T, 1)) {
+    const unsigned wpb = index_warps_a_block(a->T);
+    const uint32_t blocks = (q.T + wpb - 1) / wpb; /* T < 2^31 */
+    void (*kernel)(rows4_params) = q.shift >= 0 ? global_topk_warp_pow2_kernel : global_topk_warp_div_kernel;
+    CUDA_LAUNCH_REPORTED_SIZED(kernel, blocks > (1u << 20) ? 1u << 20 : blocks, 32 * wpb, 0, *call, q);
+    return 1;
+  }
   /* 2 groups a thread where index_block gives a row fewer threads than it
    * has groups (many rows), and then index_block's threads (64 at T 4096:
    * top-k 1024 in 2 rounds of 2 groups); a forced thread count takes 2
@@ -195,4 +213,5 @@ int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call
 
 const void *const cuda_index_rows4_kernels[] = {
     (const void *)global_topk_rows4_pow2_kernel, (const void *)global_topk_rows4_div_kernel,
-    (const void *)global_topk_rows8_pow2_kernel, (const void *)global_topk_rows8_div_kernel, NULL};
+    (const void *)global_topk_rows8_pow2_kernel, (const void *)global_topk_rows8_div_kernel,
+    (const void *)global_topk_warp_pow2_kernel, (const void *)global_topk_warp_div_kernel, NULL};

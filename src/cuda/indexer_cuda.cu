@@ -131,6 +131,7 @@ static __device__ __forceinline__ uint8_t *row_page(const indexer_params &p, con
 static __device__ __forceinline__ int row_is_last(const indexer_params *p, const int64_t *later, const dlater *lw,
                                                   const idx_row *r, const uint8_t *mark_word, int g, int j, int tpw,
                                                   int warp) {
+  if (p->dd.mode == DEDUP_NONE) return r->write;
   if (p->dd.mode == DEDUP_MARK || p->dd.mode == DEDUP_FUSED) {
     unsigned int v = j == 0 && r->write ? __ldcg((const unsigned int *)mark_word) : 0u;
     v = __shfl_sync(FULL_MASK, v, g * IDX_LPT(tpw));
@@ -335,8 +336,8 @@ static void indexer_launch(const cuda_call &call, indexer_params &p, const mark_
     }
     cudaGetLastError(); /* refused before it ran (nothing written): the marks' kernels instead */
   }
-  if (p.dd.mode == DEDUP_MARK) { /* IDX_TPW_WIDE rows a warp */
-    cuda_mark_rows(call.stream, &m);
+  if (p.dd.mode == DEDUP_MARK || (p.dd.mode == DEDUP_NONE && p.T > DEDUP_SHARED_ROWS)) { /* IDX_TPW_WIDE rows a warp */
+    cuda_mark_rows(call.stream, &m); /* (none for DEDUP_NONE) */
     if (fp8)
       CUDA_LAUNCH_REPORTED(indexer_fp8_kernel, need, call, p);
     else
@@ -392,7 +393,7 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
   p.rd = dpagediv_of(p.ratio);
   p.layout = c->layout;
   p.dd = dedup_mode_of(a->T, &c->layout, p.record == DSV4KV_RECORD_INDEXER_FP8 && !p.mx_scale, c->base,
-                       c->page_stride);
+                       c->page_stride, o->distinct_slots);
   p.note.rep = r;
   p.note.detail = 0;
   cuda_report_reset(&call, r, OP_INDEXER_STORE);

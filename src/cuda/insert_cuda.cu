@@ -264,7 +264,7 @@ extern "C" dsv4kv_status cuda_insert(const insert_args *a, const exec_opts *o, d
   p.vec_c = cuda_aligned16(p.base, p.page_stride);
   p.vec4_c = (uintptr_t)p.base % 4 == 0 && p.page_stride % 4 == 0;
   p.layout = c->layout;
-  p.dd = dedup_mode_of(a->T, &c->layout, 0, c->base, c->page_stride);
+  p.dd = dedup_mode_of(a->T, &c->layout, 0, c->base, c->page_stride, o->distinct_slots);
   p.evict_k = p.vec_k && p.dd.mode == DEDUP_MARK && c->layout.org == PAGE_TOKEN_MAJOR && a->T <= INSERT_EVICT_MAX_ROWS;
   p.note.rep = r;
   p.note.detail = 0;

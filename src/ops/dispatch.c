@@ -84,11 +84,12 @@ dsv4kv_status op_dispatch(op_id op, const void *args, const tview *const *views,
   const backend_ops *be;
   if ((st = common_device(views, names, n, &which))) return st;
   if ((st = backend_of(which >= 0 ? views[which] : NULL, &be))) return st;
-  exec_opts x = {0, NULL, 0};
+  exec_opts x = {0, NULL, 0, 0};
   if (opt) {
     x.num_threads = opt->num_threads > 0 ? opt->num_threads : 0;
     x.stream = opt->stream;
     x.check_nonfinite = opt->check_nonfinite != 0;
+    x.distinct_slots = opt->distinct_slots != 0;
   }
   if (be->async) {
     if (opt && (opt->skipped || opt->nonfinite))

@@ -631,7 +631,7 @@ static void exec3(call_fn f, void *ctx, Ten **outs, int nouts, const char *const
     /* a report on the 1-thread run always, on the others every other iteration */
     int with_report = k == 0 || ((g_iter >> (1 + k)) & 1);
     dsv4kv_options opt = {&skipped, &nonf, check_nf, k == 0 ? 1 : k == 1 ? 2 : ((g_iter & 15) == 3 ? 3 : 2), NULL,
-                          with_report ? &rep : NULL};
+                          with_report ? &rep : NULL, 0};
     const dsv4kv_options *op = &opt;
     if (k == 2 && (g_iter & 3) == 0) op = NULL;
     if (k == 2 && (g_iter & 3) == 1) opt.num_threads = 0;
@@ -1192,7 +1192,7 @@ static void op_combine(Src *g) {
   int64_t sk = -777, nf = -777;
   dsv4kv_report rep;
   report_poison(&rep);
-  dsv4kv_options opt = {&sk, &nf, 0, (int)rr(g, 1, 2), NULL, &rep};
+  dsv4kv_options opt = {&sk, &nf, 0, (int)rr(g, 1, 2), NULL, &rep, 0};
   int nullout = pct(g, 2) ? (int)rr(g, 1, 2) : 0;
   /* FUZZ_AVOID_KNOWN: no multi-GiB allocations from a huge window_size (finding F8) */
   if (g_avoid_bigalloc && (int64_t)c.k + c.w > (1 << 20)) { res_free(&r); return; }

@@ -370,6 +370,8 @@ void ops_register_index(ops_list *l) {
             cr);
   }
   ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 4, 512, 128, C_BIG, "combine_big_topk512");
+  /* rows past what a warp a row holds in flight (CUDA: 512 entries) */
+  ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 4, 1040, 128, C_BIG, "combine_big_topk1040");
   ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 1, 7, 9, C_WRAP, "combine_int32_wrap");
   /* top-k widths that are multiples of 4: 16-byte aligned rows */
   ops_add(l, OPCALL_COMBINE, gen_combine, ref_combine_case, 1, 8, 9, C_WRAP, "combine_w4_int32_wrap");

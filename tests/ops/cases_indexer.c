@@ -153,7 +153,9 @@ void ops_register_indexer(ops_list *l) {
       {0, I_DECODE | I_DUP | I_PAD, "decode_dup"},
       {0, I_DECODE | I_DUP | I_CR2 | I_SKIP, "decode_dup_cr2_skips"},
       {1, I_BIG | I_MANY | I_DUP | I_SKIP, "mx_many_dup_skips"},
-      {0, I_BIG | I_MANY | I_DUP | I_CR4, "many_dup_cr4"}};
+      {0, I_BIG | I_MANY | I_DUP | I_CR4, "many_dup_cr4"},
+      {0, I_BIG | I_MANY, "many_distinct"}, /* (ops_registry --distinct-slots promises these) */
+      {0, I_BIG | I_MANY | I_CR4, "many_distinct_cr4"}};
   for (int rk = 0; rk < 3; rk++)
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) /* MXFP4: the same without flags */
       ops_add(l, OPCALL_INDEXER, gen_indexer, ref_indexer, rk, rk == IX_MXFP4 ? 0 : vs[i].f, 1, vs[i].v,

@@ -205,6 +205,8 @@ void ops_register_kv(ops_list *l) {
             "insert_%s_dup_slots_many", n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_BIG | V_SKIP | V_CHECK | V_3D,
             "insert_%s_big_skips", n);
+    /* distinct slots past the shared scan (ops_registry --distinct-slots promises them) */
+    ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_BIG | V_MANY | V_OLD, "insert_%s_many_distinct", n);
     static const char *const fills[] = {"random_bytes", "every_code", "inserted"};
     for (int f = 0; f < 3; f++)
       ops_add(l, OPCALL_GATHER, gen_gather, ref_gather, i, 0, f, V_GL | (f == 1 ? V_PAD | V_3D : 0),

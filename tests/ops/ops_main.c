@@ -1,7 +1,7 @@
 /*
  * ops_main.c - runs every case of the registry on one backend.
  *
- *   ops_registry [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--verbose]
+ *   ops_registry [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--distinct-slots] [--verbose]
  *   ops_registry --list          each case's op, bytes moved (for benchmarks) and seed
  *
  * scalar: the scalar CPU path at 1 thread against the reference (bytes of
@@ -14,6 +14,10 @@
  *         without a CUDA backend or device table.
  * A new CPU path needs nothing here: `paths` runs whatever the library
  * lists.  A new device kind: an ops_device table and a --backend name.
+ *
+ * --distinct-slots: inserts and indexer stores whose slot mapping names no
+ * slot twice pass options.distinct_slots (CUDA: no duplicate resolution);
+ * the count of such calls is printed, and none at all is a failure.
  *
  * --rounds N runs every case N times, round 0 with the case's own seed and
  * round k > 0 with a seed drawn from S (default: the time) and k, so the
@@ -85,13 +89,45 @@ static void collect(ops_inst *in, ops_result *res) {
   opcall_release(&in->call);
 }
 
+/* --distinct-slots, and the calls that passed the promise. */
+static int promise_distinct;
+static long promised;
+
+static int cmp_i64(const void *a, const void *b) {
+  const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Whether the call is an insert or indexer store whose slot mapping (host
+ * memory) names no slot >= 0 twice: the calls --distinct-slots promises. */
+static int slots_distinct(const opcall *c) {
+  const DLTensor *s = c->op == OPCALL_INSERT ? c->u.insert.slot_mapping
+                      : c->op == OPCALL_INDEXER ? c->u.indexer.kv_slot_mapping
+                                                : NULL;
+  if (!s || !s->data || s->ndim != 1 || s->dtype.code != kDLInt || s->dtype.bits != 64 || s->shape[0] < 0)
+    return 0;
+  const int64_t n = s->shape[0], st = s->strides ? s->strides[0] : 1;
+  int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v), m = 0;
+  if (!v) return 0;
+  const int64_t *base = (const int64_t *)((const char *)s->data + s->byte_offset);
+  for (int64_t i = 0; i < n; i++)
+    if (base[i * st] >= 0) v[m++] = base[i * st];
+  qsort(v, (size_t)m, sizeof *v, cmp_i64);
+  int ok = 1;
+  for (int64_t i = 1; i < m && ok; i++) ok = v[i] != v[i - 1];
+  free(v);
+  return ok;
+}
+
 static void run_cpu(ops_inst *in, int threads, ops_result *res) {
   memset(res, 0, sizeof *res);
   for (int i = 0; i < in->nx; i++) memcpy(in->x[i].host, in->x[i].init, in->x[i].n);
   res->skipped = res->nonfinite = -777;
   memset(&res->rep, 0xEE, sizeof res->rep);
   dsv4kv_options opt = {.skipped = &res->skipped, .nonfinite = &res->nonfinite,
-                        .check_nonfinite = in->check_nonfinite, .num_threads = threads, .report = &res->rep};
+                        .check_nonfinite = in->check_nonfinite, .num_threads = threads, .report = &res->rep,
+                        .distinct_slots = promise_distinct && slots_distinct(&in->call)};
+  promised += opt.distinct_slots;
   res->st = opcall_run(&in->call, &opt);
   snprintf(res->lib_msg, sizeof res->lib_msg, "%s", dsv4kv_last_error());
   collect(in, res);
@@ -105,6 +141,7 @@ static void run_cpu(ops_inst *in, int threads, ops_result *res) {
 static void run_device(ops_inst *in, const ops_device *dev, ops_result *res) {
   memset(res, 0, sizeof *res);
   int bad = 0;
+  const int distinct = promise_distinct && slots_distinct(&in->call); /* (the tensors still in host memory) */
   void *rep = dev->alloc(sizeof(dsv4kv_report));
   dsv4kv_report poison;
   memset(&poison, 0xEE, sizeof poison);
@@ -117,7 +154,9 @@ static void run_device(ops_inst *in, const ops_device *dev, ops_result *res) {
     x->t.device = dev->device;
   }
   if (!bad) {
-    dsv4kv_options opt = {.check_nonfinite = in->check_nonfinite, .stream = dev->stream, .report = rep};
+    dsv4kv_options opt = {.check_nonfinite = in->check_nonfinite, .stream = dev->stream, .report = rep,
+                          .distinct_slots = distinct};
+    promised += distinct;
     res->st = opcall_run(&in->call, &opt);
     snprintf(res->lib_msg, sizeof res->lib_msg, "%s", dsv4kv_last_error());
     bad |= !dsv4kv_is_error(res->st) && dev->sync(dev->stream);
@@ -357,8 +396,10 @@ int main(int argc, char **argv) {
       }
     }
     else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) t.verbose = 1;
+    else if (!strcmp(argv[i], "--distinct-slots")) promise_distinct = 1;
     else {
-      fprintf(stderr, "usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--verbose] | --list\n",
+      fprintf(stderr, "usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] "
+                      "[--distinct-slots] [--verbose] | --list\n",
               argv[0]);
       return 2;
     }
@@ -409,6 +450,10 @@ int main(int argc, char **argv) {
     }
   }
   printf("%d cases x %d rounds in %.1f s of CPU time\n", matched, rounds, (double)(clock() - t0) / CLOCKS_PER_SEC);
+  if (promise_distinct) {
+    printf("%ld calls promised distinct slots\n", promised);
+    if (!promised) t.failed++, printf("--distinct-slots: no case's slots were distinct (failed)\n");
+  }
   printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
   free(l.v);
   return t.failed ? 1 : 0;

@@ -217,3 +217,13 @@ def test_golden_check_can_fail(monkeypatch):
     monkeypatch.setattr(golden, "load", corrupted)
     with pytest.raises(AssertionError, match="k_cache"):
         golden.run(path)
+
+
+def test_distinct_slots_promise_is_accepted_and_changes_nothing_on_cpu():
+    k, slots = keys(8), np.arange(8, dtype=np.int64)[::-1] + 64
+    a, b = v4_cache(), v4_cache()
+    dsv4kv.quantize_and_insert_k_cache(k, a, slots)
+    dsv4kv.quantize_and_insert_k_cache(k, b, slots, distinct_slots=True)
+    assert (a == b).all() and (a[1, :8] != 0xCD).any()
+    with pytest.raises(dsv4kv.DSV4KVTypeError):
+        dsv4kv.quantize_and_insert_k_cache(k, a, slots, distinct_slots="yes")

@@ -103,3 +103,32 @@ def test_torch_cuda_graph_decode_step():
         for a, b, what in zip(cpu + r_cpu, (cache, icache, out, gl_out, lens_out),
                               ("k_cache", "indexer cache", "out", "global", "lens")):
             _same(a, b, "graph replay: " + what)
+
+
+def test_distinct_slots_promise_on_cuda_equals_cpu():
+    """Past 1024 rows (where CUDA would mark duplicates) and at decode size,
+    with distinct slots promised: the CPU's bytes."""
+    g = torch.Generator().manual_seed(13)
+    for T in (200, 3000):
+        pages = (T + 63) // 64 + 4
+        k = (torch.randn(T, 512, generator=g) * 3).to(torch.bfloat16)
+        slots = torch.randperm(pages * 64, generator=g)[:T].to(torch.int64)
+        slots[5] = -1
+        for width in (584, 528, 288):
+            cpu = torch.full((pages, 64, width), 0x33, dtype=torch.uint8)
+            gpu = cpu.cuda()
+            dsv4kv.quantize_and_insert_k_cache(k, cpu, slots, bytes_per_token=width)
+            dsv4kv.quantize_and_insert_k_cache(k.cuda(), gpu, slots.cuda(), bytes_per_token=width,
+                                               distinct_slots=True)
+            _same(cpu, gpu, "insert %d rows, record %d" % (T, width))
+        kpre = torch.randn(T, 128, generator=g).to(torch.bfloat16)
+        pos = torch.arange(T, dtype=torch.int64)
+        cos_sin = torch.rand(T + 8, 64, generator=g) * 2 - 1
+        weight = torch.rand(128, generator=g) + 0.5
+        for fp4 in (False, True):
+            cpu = torch.full((pages, 64, 68 if fp4 else 132), 0x44, dtype=torch.uint8)
+            gpu = cpu.cuda()
+            dsv4kv.indexer_k_norm_rope_store(kpre, pos, cos_sin, weight, 1e-6, cpu, slots, 1, fp4)
+            dsv4kv.indexer_k_norm_rope_store(kpre.cuda(), pos.cuda(), cos_sin.cuda(), weight.cuda(), 1e-6, gpu,
+                                             slots.cuda(), 1, fp4, distinct_slots=True)
+            _same(cpu, gpu, "indexer store %d rows, fp4 %s" % (T, fp4))
