@@ -298,14 +298,17 @@ typedef struct {
   dsv4kv_report *report; /* out, optional: the call's report, in memory of the
                             tensors' device (see dsv4kv_report)                  */
   int distinct_slots;    /* inserts / indexer store: the caller promises that no
-                            two rows of the slot mapping name one slot (negative
-                            slots aside), as an engine's slot mapping never does.
-                            CUDA then skips finding duplicates (past 1024 rows:
-                            two mark kernels and a mark read a row); a promise
-                            broken leaves the records named twice with undefined
-                            bytes (rows may mix), nothing else.  The CPU always
-                            resolves duplicates (the later row wins) and
-                            ignores it; 0 = no promise                           */
+                            two rows that write name one slot (negative slots
+                            aside: -1 padding may repeat; for the indexer store
+                            only the rows that store a key count), as an
+                            engine's slot mapping never does.  CUDA then skips
+                            finding duplicates (past 1024 rows: two mark kernels
+                            and a mark read a row); a promise broken leaves the
+                            records named more than once with undefined bytes
+                            (rows may mix), nothing else.  The CPU always
+                            resolves duplicates (the later row wins) and ignores
+                            it; 0 = no promise.  New in 0.2.0 (the struct grew:
+                            rebuild against this header)                         */
 } dsv4kv_options;
 
 /* Sizes of the public structs a binding mirrors (e.g. Python's ctypes), by

@@ -138,9 +138,10 @@ check_cli() {
       fail "$label: $prefix/bin/dsv4kv $flag: $out"
     fi
   done
-  local so
+  local so sov=${VERSION%%.*}
+  [ "$sov" = 0 ] && sov=$(echo "$VERSION" | cut -d. -f1,2) # before 1.0 the soname carries the minor version
   so=$(ldd "$prefix/bin/dsv4kv" | sed -n 's/^[[:space:]]*libdsv4kv\.so[^ ]* => \(.*\)$/\1/p' | sed 's/ (0x[0-9a-f]*)$//')
-  [ "$(realpath -m "$so")" = "$(realpath -m "$libdir/libdsv4kv.so.${VERSION%%.*}")" ] ||
+  [ "$(realpath -m "$so")" = "$(realpath -m "$libdir/libdsv4kv.so.$sov")" ] ||
     fail "$label: the CLI loads '$so', not $libdir's library"
 }
 if [ $tools = 1 ]; then

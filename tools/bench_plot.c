@@ -13,7 +13,8 @@
 
 #include "bench.h"
 
-enum { MAX_JSON = 16 << 20, MAX_SERIES = 24, KEY_LEN = 48 };
+enum { MAX_JSON = 16 << 20, MAX_SERIES = 24, KEY_LEN = 112 };
+#define DISTINCT_TAG " (distinct slots)"
 
 const char *bench_json_str(cJSON *o, const char *k) {
   cJSON *v = cJSON_GetObjectItem(o, k);
@@ -84,22 +85,25 @@ static void plot_safe(char *t, int newline) {
       *t = '_';
 }
 
-static void series_key(cJSON *r, char *key) {
+/* Row r's series: op and record, and " distinct" for a row timed with
+ * distinct slots promised when `mark` (not for the reference's points,
+ * which are the same configuration's). */
+static void series_key(cJSON *r, char *key, int mark) {
   const char *rec = cJSON_GetObjectItem(r, "record")->valuestring;
-  snprintf(key, KEY_LEN, "%s%s%s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec,
-           cJSON_IsTrue(cJSON_GetObjectItem(r, "distinct_slots")) ? " distinct" : "");
+  snprintf(key, KEY_LEN, "%.40s%s%.40s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec,
+           mark && cJSON_IsTrue(cJSON_GetObjectItem(r, "distinct_slots")) ? DISTINCT_TAG : "");
   plot_safe(key, 0);
 }
 
 /* The distinct (op, record) series of the rows that have `field`, in order
  * of first appearance (at most MAX_SERIES; *dropped counts the rest). */
-static int list_series(cJSON *rows, const char *field, char keys[][KEY_LEN], int *dropped) {
+static int list_series(cJSON *rows, const char *field, int mark, char keys[][KEY_LEN], int *dropped) {
   int n = 0;
   *dropped = 0;
   for (cJSON *r = rows->child; r; r = r->next) {
     if (!finite_number(cJSON_GetObjectItem(r, field))) continue;
     char key[KEY_LEN];
-    series_key(r, key);
+    series_key(r, key, mark);
     int k = 0;
     while (k < n && strcmp(keys[k], key)) k++;
     if (k < n) continue;
@@ -113,13 +117,13 @@ static int list_series(cJSON *rows, const char *field, char keys[][KEY_LEN], int
 }
 
 /* One data block per series of keys[], its rows in file order. */
-static void write_series(FILE *d, cJSON *rows, const char *field, char keys[][KEY_LEN], int n) {
+static void write_series(FILE *d, cJSON *rows, const char *field, int mark, char keys[][KEY_LEN], int n) {
   for (int k = 0; k < n; k++) {
     if (k) fprintf(d, "\n\n");
     for (cJSON *r = rows->child; r; r = r->next) {
       cJSON *v = cJSON_GetObjectItem(r, field);
       char key[KEY_LEN];
-      series_key(r, key);
+      series_key(r, key, mark);
       if (finite_number(v) && !strcmp(key, keys[k]))
         fprintf(d, "%.17g %.17g\n", cJSON_GetObjectItem(r, "tokens")->valuedouble, v->valuedouble);
     }
@@ -166,9 +170,17 @@ static void plot_script(FILE *g, const char *path, const char *title, double cei
    * the ceiling a visible line) */
   if (lo <= hi) fprintf(g, "set xrange [%.17g:%.17g]\n", lo / 1.5, hi * 1.5);
   fprintf(g, "plot %.17g with lines dt 2 lw 2 lc rgb 'black' title 'copy ceiling (same run)'", ceiling);
-  for (int i = 0; i < n; i++)
-    fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title '%s'", ours, i,
-            colours[i % ncol], k_ours[i]);
+  for (int i = 0; i < n; i++) {
+    /* a distinct-slots series: its configuration's colour, dashed, triangles */
+    const size_t kl = strlen(k_ours[i]), tl = strlen(DISTINCT_TAG);
+    const int dist = kl > tl && !strcmp(k_ours[i] + kl - tl, DISTINCT_TAG);
+    int c = i;
+    if (dist)
+      for (int k = 0; k < n; k++)
+        if (strlen(k_ours[k]) == kl - tl && !strncmp(k_ours[k], k_ours[i], kl - tl)) c = k;
+    fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 %s lc rgb '%s' title '%s'", ours, i,
+            dist ? "dt 3 pt 9" : "pt 7", colours[c % ncol], k_ours[i]);
+  }
   for (int i = 0; i < nr; i++) {
     int k = 0;
     while (k < n && strcmp(k_refs[i], k_ours[k])) k++;
@@ -187,8 +199,8 @@ int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref
   char ours[] = "/tmp/dsv4kv-bench-XXXXXX", refs[] = "/tmp/dsv4kv-bench-ref-XXXXXX";
   static char k_ours[MAX_SERIES][KEY_LEN], k_refs[MAX_SERIES][KEY_LEN];
   int dropped = 0, dropped_ref = 0;
-  const int n = list_series(rows, field, k_ours, &dropped);
-  const int nr = ref_field ? list_series(rows, ref_field, k_refs, &dropped_ref) : 0;
+  const int n = list_series(rows, field, 1, k_ours, &dropped);
+  const int nr = ref_field ? list_series(rows, ref_field, 0, k_refs, &dropped_ref) : 0;
   if (dropped || dropped_ref)
     fprintf(stderr, "dsv4kv bench: --plot: more than %d op / record series; the last %d left out\n", MAX_SERIES,
             dropped + dropped_ref);
@@ -198,8 +210,8 @@ int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref
     fprintf(stderr, "dsv4kv bench: --plot: no temporary file in /tmp\n");
     return -1;
   }
-  write_series(d, rows, field, k_ours, n);
-  if (dr) write_series(dr, rows, ref_field, k_refs, nr);
+  write_series(d, rows, field, 1, k_ours, n);
+  if (dr) write_series(dr, rows, ref_field, 0, k_refs, nr);
   fclose(d);
   if (dr) fclose(dr);
   FILE *g = popen("gnuplot >/dev/null", "w"); /* its picture goes to the file, never to our stdout */

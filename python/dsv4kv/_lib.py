@@ -117,7 +117,7 @@ def _candidates():
         yield pathlib.Path(env).resolve()  # a bare name would make the loader search its own paths
         return
     here = pathlib.Path(__file__).resolve().parent
-    for name in ("libdsv4kv.so", "libdsv4kv.so.0"):
+    for name in ("libdsv4kv.so", "libdsv4kv.so.0.2"):  # the soname carries the minor version before 1.0
         yield here / name
     yield here.parent.parent / "build" / "libdsv4kv.so"
 

@@ -148,8 +148,14 @@ def f32(x, name):
 
 def flag(x, name):
     """A boolean parameter: True / False (or 0 / 1, numpy booleans)."""
-    if isinstance(x, bool) or (hasattr(x, "dtype") and getattr(x, "shape", None) == () and x.dtype.kind == "b"):
-        return bool(x)
+    if isinstance(x, bool):
+        return x
+    try:  # a 0-d boolean array or tensor (numpy's dtype has kind "b", torch's is torch.bool)
+        zero_d = tuple(getattr(x, "shape", (None,))) == ()
+        if zero_d and (getattr(x.dtype, "kind", None) == "b" or str(x.dtype) == "torch.bool"):
+            return bool(x)
+    except Exception:  # an object that only looks like one
+        pass
     if isinstance(x, int) and x in (0, 1):
         return bool(x)
     raise _lib.DSV4KVTypeError("%s = %r: pass True or False" % (name, x), 2)

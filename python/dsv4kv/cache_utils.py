@@ -71,10 +71,12 @@ def quantize_and_insert_k_cache(k, k_cache, slot_mapping, block_size=64, is_ue8m
     use_fnuz      e4m3fnuz codes (ROCm) instead of OCP e4m3fn
     bytes_per_token  584 (V4), 528 (MXFP8) or 288 (NVFP4) for a 2-D cache (a 3-D cache's
                   shape[-1] is the record width, as the reference reads it)
-    distinct_slots  the caller's promise that no two rows name one slot (as an engine's
-                  slot mapping never does): CUDA skips finding duplicates; broken, a
-                  slot named twice holds undefined bytes.  The CPU ignores it.
-    Returns None; when two rows name one slot, the later row wins.
+    distinct_slots  the caller's promise that no two rows name one slot (-1 padding may
+                  repeat), as an engine's slot mapping never does: CUDA skips finding
+                  duplicates; broken, a slot named more than once holds undefined
+                  bytes.  The CPU ignores it.
+    Returns None; when two rows name one slot, the later row wins (unless
+    distinct_slots promised there are none).
     """
     if not flag(is_ue8m0, "is_ue8m0"):
         raise _lib.DSV4KVValueError("is_ue8m0=False: dsv4kv stores UE8M0 block scales only", 6)

@@ -27,8 +27,10 @@ def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, 
     use_fp4_cache    MXFP4 records (68 B) instead of FP8 (132 B)
     mx_scale, shuffle, use_fnuz  FP8 only: four UE8M0 scale bytes instead of an fp32
                      2^e; the 16x16-tiled value layout; e4m3fnuz codes
-    distinct_slots   the caller's promise that no two writing rows name one slot (as for
-                     the insert: CUDA skips finding duplicates; the CPU ignores it)
+    distinct_slots   the caller's promise that no two rows that store a key name one slot
+                     (-1 padding may repeat; as for the insert: CUDA skips finding
+                     duplicates, a slot named more than once then holds undefined
+                     bytes; the CPU ignores it)
     Returns None.  The RMSNorm uses a correctly rounded 1/sqrt (the reference's
     rsqrt.approx can differ by one code step in ~2 rows in 100,000).
     """

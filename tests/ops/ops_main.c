@@ -397,7 +397,21 @@ int main(int argc, char **argv) {
     }
     else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) t.verbose = 1;
     else if (!strcmp(argv[i], "--distinct-slots")) promise_distinct = 1;
-    else {
+    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      printf("usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--distinct-slots] "
+             "[--verbose] | --list\n"
+             "Runs every case of the registry (or those whose name holds TEXT) on one backend, byte for byte:\n"
+             "  scalar  the scalar CPU path against the reference, then 2 threads against 1\n"
+             "  paths   every other CPU path against the scalar one (exit 77 when there is none)\n"
+             "  cuda    on the GPU against the scalar path (exit 77 without a CUDA backend or device)\n"
+             "  --rounds N        round 0 with each case's seed, rounds 1.. with fresh seeds from S\n"
+             "  --distinct-slots  inserts / indexer stores whose slots are distinct pass\n"
+             "                    options.distinct_slots (the CPU ignores it; CUDA skips finding duplicates)\n"
+             "  --list            each case's op, bytes and seed\n"
+             "Exit 0 when every case passed; 1 when one failed or none matched.\n",
+             argv[0]);
+      return 0;
+    } else {
       fprintf(stderr, "usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] "
                       "[--distinct-slots] [--verbose] | --list\n",
               argv[0]);
@@ -450,11 +464,13 @@ int main(int argc, char **argv) {
     }
   }
   printf("%d cases x %d rounds in %.1f s of CPU time\n", matched, rounds, (double)(clock() - t0) / CLOCKS_PER_SEC);
+  int bad = 0; /* what fails the run beside the cases */
+  if (!matched) bad = 1, printf("no case matches --filter '%s' (failed)\n", filter ? filter : "");
   if (promise_distinct) {
     printf("%ld calls promised distinct slots\n", promised);
-    if (!promised) t.failed++, printf("--distinct-slots: no case's slots were distinct (failed)\n");
+    if (!promised && matched) bad = 1, printf("--distinct-slots: no case's slots were distinct (failed)\n");
   }
   printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
   free(l.v);
-  return t.failed ? 1 : 0;
+  return t.failed || bad ? 1 : 0;
 }

@@ -227,3 +227,18 @@ def test_distinct_slots_promise_is_accepted_and_changes_nothing_on_cpu():
     assert (a == b).all() and (a[1, :8] != 0xCD).any()
     with pytest.raises(dsv4kv.DSV4KVTypeError):
         dsv4kv.quantize_and_insert_k_cache(k, a, slots, distinct_slots="yes")
+
+
+def test_distinct_slots_promise_on_the_indexer_store_cpu():
+    t = 40
+    kpre = rng.standard_normal((t, 128)).astype(ml_dtypes.bfloat16)
+    pos, slots = np.arange(t, dtype=np.int64), np.arange(t, dtype=np.int64)[::-1].copy()
+    slots[3] = -1
+    cos_sin = rng.uniform(-1, 1, (t + 4, 64)).astype(np.float32)
+    weight = rng.uniform(0.5, 1.5, 128).astype(np.float32)
+    for fp4 in (False, True):
+        a, b = (np.full((2, 64, 68 if fp4 else 132), 0x5A, dtype=np.uint8) for _ in range(2))
+        dsv4kv.indexer_k_norm_rope_store(kpre, pos, cos_sin, weight, 1e-6, a, slots, 4, fp4)
+        dsv4kv.indexer_k_norm_rope_store(kpre, pos, cos_sin, weight, 1e-6, b, slots, 4, fp4,
+                                         distinct_slots=np.bool_(True))
+        assert (a == b).all() and (a != 0x5A).any()
