@@ -15,7 +15,7 @@ hint() {
   case "$1" in
     sim_run_trace*) echo "the serving traces: scripts/fetch_traces.sh, or DSV4KV_TRACES=DIR" ;;
     verify_golden*) echo "golden files: tests/golden, or DSV4KV_GOLDEN=DIR" ;;
-    ops_cuda | cuda_graph_streams | cuda_conversions_exhaustive)
+    ops_cuda | ops_cuda_*_distinct | cuda_graph_streams | cuda_conversions_exhaustive)
       if [ "$cuda_on" = ON ]; then
         echo "a GPU of compute capability 9.0+ with its driver (the Release build has the CUDA backend)"
       else
