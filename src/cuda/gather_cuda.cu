@@ -231,7 +231,12 @@ __global__ void __launch_bounds__(CUDA_BLOCK, 8) gather_prefetch_kernel(gather_p
 const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, (const void *)gather_pair_kernel,
                                            (const void *)gather_prefetch_kernel, NULL};
 
-enum { GATHER_BLOCKS = 2048 };
+/* Blocks a call fills before a request's chunks stop at 64: about 8 waves of
+ * resident blocks (8 a multiprocessor).  H100, 2-3 alternated rounds
+ * (bench/NOTES-gpu.md runs 43-45): 1056 / 2048 / 4096 / 8192 blocks gave
+ * 8 x 8192 V4 43.3 / 42.1 / 41.1 / 39.7 us, NVFP4 37.7 / 35.8 / 34.7 / 33.6,
+ * and 64 x 16384 (128 chunks a request at 8192) 627 us until 8192: 618. */
+enum { GATHER_BLOCKS = 8192 };
 
 /* Whether a warp of one token a turn sends its next token's record to L2
  * (prefetch_record): from GATHER_PREFETCH_MIN_ROWS out rows a request, or
@@ -287,9 +292,9 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
   if (a->R > 0) {
     /* Chunks per request: enough warps (tpw tokens each) for the longest
      * range out can hold (the range itself is only known on the device), at
-     * most 64 a request or, for few requests, as many as make GATHER_BLOCKS
-     * blocks in all: 8 long requests in 64 chunks would leave half the GPU's
-     * warps idle. */
+     * most 64 a request or, for fewer than 128 requests, as many as make
+     * GATHER_BLOCKS blocks in all: short turns a warp balance the
+     * multiprocessors' load and the ramp at the end of the call. */
     const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
     const int tpw = p.record == DSV4KV_RECORD_MXFP8 && rows_left >= GATHER_PAIR_MIN_ROWS ? 2 : 1;
     const int64_t most = a->R * 64 >= GATHER_BLOCKS ? 64 : (GATHER_BLOCKS + a->R - 1) / a->R;
