@@ -47,8 +47,8 @@ static inline int index_warp_rows(int64_t rows, int vec) {
   if (!vec || f == INDEX_ROWS_BLOCK) return 0;
   return f == INDEX_ROWS_WARP || rows >= INDEX_WARP_ROWS_MIN;
 }
-/* Warps a block for `rows` rows of a warp each: 1 to 8, about 2 blocks a
- * multiprocessor's worth of rows or more. */
+/* Warps a block for `rows` rows of a warp each: 1 to 8, the most that
+ * leave at least about 128 blocks (one a multiprocessor) to the grid. */
 static inline unsigned index_warps_a_block(int64_t rows) {
   unsigned w = 1;
   while (w < CUDA_WARPS && (int64_t)w * 2 * 128 <= rows) w *= 2;
