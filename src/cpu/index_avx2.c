@@ -4,8 +4,9 @@
  * vectors instead of mask registers) and byte-identical to the scalar rows
  * of src/cpu/index_ops_cpu.c, which the case registry checks on every input
  * (ctest ops_cpu_paths runs each path the machine has).  Global top-k holds
- * a row's block table in registers where it fits (table_row below); other
- * lookups are masked gathers (a lane whose lookup is not taken reads
+ * a row's block table in registers where it fits (table_row below), and so
+ * do flashinfer prefill rows where the columns their top-k entries use fit
+ * (fi_topk_table); other lookups are masked gathers (a lane whose lookup is not taken reads
  * nothing); a row that would report a skip is left to the scalar row (0
  * returned).
  * The preconditions of a call are index_avx512_ok_topk / _flashinfer's: they
@@ -354,6 +355,50 @@ static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, in
   return 1;
 }
 
+/* The whole vectors x[0 .. whole) of a prefill row's top-k entries through
+ * the compressed table row t, remapped into out (topk_whole's lookups; the
+ * caller checked every column against the table). */
+static inline AVX2 INLINE void fi_topk_whole(const table_row *t, int kind, int wide, const int32_t *x, int64_t whole,
+                                            int shift, int32_t span, int32_t *out) {
+  const __m256i offmask = _mm256_set1_epi32((1 << shift) - 1), neg1 = _mm256_set1_epi32(-1);
+  const table_row tl = *t; /* a copy the stores to out cannot alias: the table stays in registers */
+  for (int64_t j = 0; j < whole; j += 8) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
+    _mm256_storeu_si256((__m256i *)(out + j), remap8(blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v),
+                                                     shift, span));
+  }
+}
+
+/* The whole vectors of a prefill row's top-k entries (x, whole of them) from
+ * the compressed table's row `row` in registers, when the columns they use
+ * fit one (the row itself may be wider: an engine's table spans the
+ * sequence, a top-k row only its compressed part): returns whole, or 0 when
+ * not taken (a column past 64 or past the table: the lookups find it, and
+ * leave to the scalar row what it notes).  The columns are checked a vector
+ * at a time before anything is stored, so a row of far entries pays little. */
+static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const int32_t *x, int64_t whole, int shift,
+                                  int32_t span, int32_t *out) {
+  const int64_t cols = cbt->shape[1] < 64 ? cbt->shape[1] : 64;
+  const __m256i last = _mm256_set1_epi32((int32_t)cols - 1);
+  __m256i most = _mm256_set1_epi32(-1);
+  for (int64_t j = 0; j < whole; j += 8) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
+    if (any(_mm256_cmpgt_epi32(_mm256_srai_epi32(v, shift), last))) return 0;
+    most = _mm256_max_epi32(most, v);
+  }
+  const int32_t top = hmax8(most);
+  table_row t;
+  table_row_load(&t, row, cbt->stride[1], top < 0 ? 1 : (top >> shift) + 1, shift);
+  if (t.kind == TABLE_NONE) return 0;
+  if (t.kind == TABLE_P32)
+    t.wide ? fi_topk_whole(&t, TABLE_P32, 1, x, whole, shift, span, out)
+           : fi_topk_whole(&t, TABLE_P32, 0, x, whole, shift, span, out);
+  else
+    t.wide ? fi_topk_whole(&t, TABLE_P16, 1, x, whole, shift, span, out)
+           : fi_topk_whole(&t, TABLE_P16, 0, x, whole, shift, span, out);
+  return whole;
+}
+
 static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, int cshift) {
   const int64_t S = a->S, i = t - a->D;
   const int64_t req = tv_i32_1(&a->req, t);
@@ -372,7 +417,14 @@ static AVX2 int fi_prefill_row(const flashinfer_args *a, int64_t t, int sshift, 
     if (!lookup_store(p, h, m, j + 8 <= S, &a->swa_bt, req, sshift, a->swa_span, 1, &count, out + j)) return 0;
   }
   const int32_t *x = (const int32_t *)(a->ptopk.data + i * a->ptopk.stride[0] * 4);
-  for (int64_t j = 0; j < a->K4; j += 8) {
+  /* the whole vectors of entries from a table row in registers (as global
+   * top-k's rows), where the request's row fits one */
+  int64_t j0 = 0;
+  const tview *cbt = &a->comp_bt;
+  if (req < cbt->shape[0] && topk_len >= 8)
+    j0 = fi_topk_table(cbt, (const int32_t *)(cbt->data + req * cbt->stride[0] * 4), x,
+                       (topk_len < a->K4 ? topk_len : a->K4) & ~(int64_t)7, cshift, a->c_span, out + S);
+  for (int64_t j = j0; j < a->K4; j += 8) {
     const __m256i m = tail8(j, a->K4), h = _mm256_and_si256(tail8(j, topk_len), m);
     const __m256i v = load_or_neg1(x + j, h, j + 8 <= a->K4 && j + 8 <= topk_len);
     if (!lookup_store(v, nonneg(v, h), m, j + 8 <= a->K4, &a->comp_bt, req, cshift, a->c_span, 1, &count,
