@@ -24,13 +24,6 @@ static inline AVX2 INLINE void store32(void *p, __m256i v, int nt) {
     _mm256_storeu_si256((__m256i *)p, v);
 }
 
-/* The low byte of each of v's 32-bit lanes, in order, in the low 8 bytes. */
-static inline AVX2 __m128i low_bytes8(__m256i v) {
-  const __m256i y = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                            0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
-  return _mm_unpacklo_epi32(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
-}
-
 /* Magnitudes of 16 bf16 lanes. */
 static inline AVX2 __m256i mag16(__m256i h) { return _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)); }
 
