@@ -24,7 +24,9 @@ enum {
   I_MANY = 4096,   /* 3000 rows: past the CUDA backend's shared-memory duplicate scan       */
   I_NAN_CS = 8192, /* NaNs of every payload in a quarter of the cos_sin rows               */
   I_NAN_W = 16384, /* a NaN in the norm weight                                             */
-  I_DECODE = 32768 /* 129-256 rows: the CUDA backend's register duplicate scan at its widest */
+  I_DECODE = 32768, /* 129-256 rows: the CUDA backend's register duplicate scan at its widest */
+  I_GROUPED = 65536 /* rows that store no key name the writing rows' slots (a compressed      */
+                    /* cache's mapping: a group's rows share its slot); writing rows distinct */
 };
 
 /* NaN bit patterns: quiet and signalling, either sign, the largest payloads
@@ -110,11 +112,16 @@ static void gen_indexer(ops_inst *in, rng_t *r, const ops_case *c) {
   }
   fill_positions(pos, r, rows, v);
   fill_tables(r, cs, w, v);
-  gen_slots(r, (int64_t *)ops_at(slots, slots->host, 0, 0, 0), T, pages * bs,
-            (v & I_DUP) ? 2 : (v & I_SKIP) ? 1 : 0);
+  int64_t *sl = (int64_t *)ops_at(slots, slots->host, 0, 0, 0);
+  gen_slots(r, sl, T, pages * bs, (v & I_DUP) ? 2 : (v & I_SKIP) ? 1 : 0);
+  int32_t cr = (v & I_CR4) ? 4 : (v & I_CR2) ? 2 : 1;
+  if (v & I_GROUPED)
+    for (int64_t t = 0; t < T; t++) {
+      const int64_t p = OPS_I64(pos, t);
+      if (!(p >= 0 && p % cr == cr - 1 && (p / cr) * cr < rows) && rng_below(r, 4)) sl[t] = sl[ops_rr(r, 0, T - 1)];
+    }
   if (rng_below(r, 2)) rng_bytes(r, cache->host, cache->n); /* old contents (else poison) */
   static const float eps[] = {1e-6f, 1e-5f, 0.5f};
-  int32_t cr = (v & I_CR4) ? 4 : (v & I_CR2) ? 2 : 1;
   in->call.op = OPCALL_INDEXER;
   in->call.u.indexer =
       (opcall_indexer){&k->t, &pos->t, &cs->t, &w->t, eps[rng_below(r, 3)], &cache->t, &in->desc, &slots->t, cr};
@@ -155,7 +162,9 @@ void ops_register_indexer(ops_list *l) {
       {1, I_BIG | I_MANY | I_DUP | I_SKIP, "mx_many_dup_skips"},
       {0, I_BIG | I_MANY | I_DUP | I_CR4, "many_dup_cr4"},
       {0, I_BIG | I_MANY, "many_distinct"}, /* (ops_registry --distinct-slots promises these) */
-      {0, I_BIG | I_MANY | I_CR4, "many_distinct_cr4"}};
+      {0, I_BIG | I_MANY | I_CR4, "many_distinct_cr4"},
+      {0, I_BIG | I_MANY | I_CR4 | I_GROUPED | I_SKIP, "many_grouped_cr4_skips"},
+      {0, I_DECODE | I_CR4 | I_GROUPED, "decode_grouped_cr4"}};
   for (int rk = 0; rk < 3; rk++)
     for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) /* MXFP4: the same without flags */
       ops_add(l, OPCALL_INDEXER, gen_indexer, ref_indexer, rk, rk == IX_MXFP4 ? 0 : vs[i].f, 1, vs[i].v,

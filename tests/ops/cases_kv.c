@@ -203,6 +203,9 @@ void ops_register_kv(ops_list *l) {
             n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_DUP | V_BIG | V_MANY | V_OLD,
             "insert_%s_dup_slots_many", n);
+    /* past the shared scan: the marks, with bad slots and specials counted */
+    ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, ROW_SPECIAL, V_DUP | V_BIG | V_MANY | V_CHECK | V_OLD,
+            "insert_%s_dup_slots_many_checked", n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_BIG | V_SKIP | V_CHECK | V_3D,
             "insert_%s_big_skips", n);
     /* distinct slots past the shared scan (ops_registry --distinct-slots promises them) */

@@ -98,20 +98,46 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Whether the call is an insert or indexer store whose slot mapping (host
- * memory) names no slot >= 0 twice: the calls --distinct-slots promises. */
+/* Element t of a 1-D int64 tensor in host memory. */
+static int64_t i64_at(const DLTensor *s, int64_t t) {
+  const int64_t *base = (const int64_t *)((const char *)s->data + s->byte_offset);
+  return base[t * (s->strides ? s->strides[0] : 1)];
+}
+
+/* Whether row t of an indexer store writes a key: a position at a group's
+ * last row whose RoPE row lies in the table (src/cuda/cuda_common.cuh's
+ * row_writes; a row it counts that the library skips only withholds a
+ * promise). */
+static int indexer_row_writes(const opcall_indexer *a, int64_t t) {
+  const int64_t pos = i64_at(a->positions, t), cr = a->compress_ratio;
+  return cr > 0 && pos >= 0 && pos % cr == cr - 1 && (pos / cr) * cr < a->cos_sin_cache->shape[0];
+}
+
+/* Whether the call is an insert or indexer store none of whose writing rows
+ * (a slot in the cache; for the indexer store, a row that stores a key) name
+ * one slot: the calls --distinct-slots promises, as options.distinct_slots
+ * defines the promise (-1 padding, slots past the cache and the indexer's
+ * other rows may repeat). */
 static int slots_distinct(const opcall *c) {
   const DLTensor *s = c->op == OPCALL_INSERT ? c->u.insert.slot_mapping
                       : c->op == OPCALL_INDEXER ? c->u.indexer.kv_slot_mapping
                                                 : NULL;
-  if (!s || !s->data || s->ndim != 1 || s->dtype.code != kDLInt || s->dtype.bits != 64 || s->shape[0] < 0)
+  const DLTensor *cache = c->op == OPCALL_INSERT ? c->u.insert.k_cache : c->u.indexer.k_cache;
+  const dsv4kv_cache_desc *d = c->op == OPCALL_INSERT ? c->u.insert.cache : c->u.indexer.cache;
+  if (!s || !s->data || s->ndim != 1 || s->dtype.code != kDLInt || s->dtype.bits != 64 || s->shape[0] < 0 ||
+      !cache || cache->ndim < 1 || !d || d->block_size <= 0)
     return 0;
-  const int64_t n = s->shape[0], st = s->strides ? s->strides[0] : 1;
+  const DLTensor *pos = c->op == OPCALL_INDEXER ? c->u.indexer.positions : NULL;
+  if (pos && (!pos->data || pos->ndim != 1 || pos->dtype.code != kDLInt || pos->dtype.bits != 64 ||
+              pos->shape[0] < s->shape[0]))
+    return 0;
+  const int64_t n = s->shape[0], num_slots = cache->shape[0] * d->block_size;
   int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v), m = 0;
   if (!v) return 0;
-  const int64_t *base = (const int64_t *)((const char *)s->data + s->byte_offset);
-  for (int64_t i = 0; i < n; i++)
-    if (base[i * st] >= 0) v[m++] = base[i * st];
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t slot = i64_at(s, i);
+    if (slot >= 0 && slot < num_slots && (!pos || indexer_row_writes(&c->u.indexer, i))) v[m++] = slot;
+  }
   qsort(v, (size_t)m, sizeof *v, cmp_i64);
   int ok = 1;
   for (int64_t i = 1; i < m && ok; i++) ok = v[i] != v[i - 1];
