@@ -24,7 +24,8 @@
 #                  marks in the op's cooperative kernel forced (fused)
 #   run, run_trace dsv4kv run --device cuda on the default workload and on a
 #                  trace (DSV4KV_TRACES, else ../shared/traces, else
-#                  .gpu-traces/), with each op's GPU time and GB/s
+#                  .gpu-traces/), with each op's GPU time and GB/s;
+#                  run_distinct: the default workload with --distinct-slots
 #   python_*       pip install of the package, then tests/python with torch
 #                  (golden files as CUDA tensors, CUDA = CPU, a torch graph)
 #   ctest          the whole suite (-LE long) on a machine with a GPU, so
@@ -159,6 +160,7 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
       "$B/tests/ops_registry" --backend cuda --filter dup
 fi
 step run "$B/dsv4kv" run --device cuda --json "$out/run.json"
+step run_distinct "$B/dsv4kv" run --device cuda --distinct-slots --json "$out/run_distinct.json"
 if [ -n "$trace_file" ] && [ -f "$trace_file" ]; then
   step run_trace "$B/dsv4kv" run --device cuda --trace "$trace_file" --json "$out/run_trace.json"
 else

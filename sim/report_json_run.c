@@ -50,6 +50,7 @@ static void json_config(cJSON *root, const sim_ctx *c) {
   cJSON_AddNumberToObject(cfg, "seed", (double)c->cfg.seed);
   cJSON_AddNumberToObject(cfg, "threads", c->cfg.threads);
   cJSON_AddStringToObject(cfg, "device", c->cfg.device_cuda ? "cuda" : "cpu");
+  cJSON_AddBoolToObject(cfg, "distinct_slots", c->cfg.distinct_slots);
   if (c->cfg.device_cuda) {
     char dev[256];
     sim_dev_describe(dev, sizeof dev);

@@ -181,7 +181,8 @@ static void text_ops(FILE *f, const sim_ctx *c) {
     char dev[256];
     sim_dev_describe(dev, sizeof dev);
     fprintf(f, "time per op (one layer of each kind; CUDA: %s; GPU time of each call by CUDA events, "
-               "copies to and from the host not included)\n", dev);
+               "copies to and from the host not included%s)\n",
+            dev, c->cfg.distinct_slots ? "; distinct slots promised" : "");
   } else {
     fprintf(f, "time per op (one layer of each kind; CPU, %s)\n", thr);
   }

@@ -50,6 +50,10 @@ typedef struct {
   const char *plot_path; /* --plot FILE (.png or .svg) or NULL              */
   int quiet;             /* no progress, one summary line                  */
   int skip_bad;          /* skip malformed trace lines                     */
+  int distinct_slots;    /* --distinct-slots: the inserts and indexer stores
+                            pass options.distinct_slots (every step's slot
+                            mappings name a slot once: requests own their
+                            pages)                                         */
   int threads;           /* library threads per call (0: OpenMP's default for
                             large calls, 1 for small ones; default
                             sim_default_threads())                         */

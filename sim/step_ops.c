@@ -33,6 +33,7 @@ static dsv4kv_options opts(const sim_ctx *c, int64_t *skipped, int64_t work) {
   *skipped = 0;
   dsv4kv_options o = {
       .skipped = skipped,
+      .distinct_slots = c->cfg.distinct_slots, /* (only the inserts and indexer stores read it) */
       .num_threads = c->cfg.threads > 0           ? c->cfg.threads
                      : work < SIM_SMALL_CALL_WORK ? 1
                                                   : 0,

@@ -59,6 +59,10 @@ static void usage_options(FILE *f) {
           "                          comparison table of a --format list\n"
           "  --skip-bad              skip malformed trace lines (counted in the report)\n"
           "                          instead of stopping at the first one\n"
+          "  --distinct-slots        promise the library that each insert's and indexer\n"
+          "                          store's slot mapping names a slot once (true here:\n"
+          "                          requests own their pages), as an engine may: CUDA then\n"
+          "                          skips resolving duplicate slots; the CPU is unchanged\n"
           "  -h, --help              this text\n",
           SIM_DEFAULT_BLOCK_SIZE, SIM_DEFAULT_MAX_BATCHED_TOKENS, SIM_DEFAULT_MAX_NUM_SEQS,
           SIM_DEFAULT_SEED, 2);
@@ -140,7 +144,8 @@ enum {
   OPT_PLOT,
   OPT_PROGRESS,
   OPT_QUIET,
-  OPT_SKIP_BAD
+  OPT_SKIP_BAD,
+  OPT_DISTINCT_SLOTS
 };
 
 static const struct option longopts[] = {
@@ -162,6 +167,7 @@ static const struct option longopts[] = {
     {"progress", required_argument, NULL, OPT_PROGRESS},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"skip-bad", no_argument, NULL, OPT_SKIP_BAD},
+    {"distinct-slots", no_argument, NULL, OPT_DISTINCT_SLOTS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -278,6 +284,7 @@ static int apply_option(int c, char **argv, sim_config *cfg) {
     case OPT_PLOT: cfg->plot_path = optarg; return 0;
     case OPT_QUIET: cfg->quiet = 1; return 0;
     case OPT_SKIP_BAD: cfg->skip_bad = 1; return 0;
+    case OPT_DISTINCT_SLOTS: cfg->distinct_slots = 1; return 0;
     case OPT_FORMAT:
     case OPT_INDEXER_FORMAT: return format_option(c, optarg, cfg);
     case OPT_MODEL:

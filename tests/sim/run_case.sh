@@ -150,6 +150,11 @@ json_stdout)
   [ "$(head -c 1 "$out")" = "{" ] || fail "stdout (--quiet) does not start with the JSON object"
   has_out '"format":[[:space:]]*"mxfp8"'
   has_err "verification PASSED"
+  # --distinct-slots: recorded in the report (the CPU ignores the promise;
+  # the slots are distinct: requests own their pages)
+  run 0 --max-requests 12 --json - --quiet --distinct-slots
+  has_out '"distinct_slots":[[:space:]]*true'
+  has_err "verification PASSED"
   ;;
 formats)
   # Each compressed record and indexer format, on a small synthetic run.
