@@ -15,8 +15,9 @@
  * A new CPU path needs nothing here: `paths` runs whatever the library
  * lists.  A new device kind: an ops_device table and a --backend name.
  *
- * --distinct-slots: inserts and indexer stores whose slot mapping names no
- * slot twice pass options.distinct_slots (CUDA: no duplicate resolution);
+ * --distinct-slots: inserts and indexer stores none of whose writing rows
+ * name one slot (slots_distinct) pass options.distinct_slots (CUDA: no
+ * duplicate resolution);
  * the count of such calls is printed, and none at all is a failure.
  *
  * --rounds N runs every case N times, round 0 with the case's own seed and
@@ -395,15 +396,20 @@ static void list_cases(const ops_list *l, const char *filter) {
   }
 }
 
-int main(int argc, char **argv) {
-  const char *backend = "scalar", *filter = NULL;
-  int list = 0, rounds = 1;
-  uint64_t seed = (uint64_t)time(NULL);
-  tally t = {0, 0, 0, 0};
+/* The command line (see the usage at the top of this file). */
+typedef struct {
+  const char *backend, *filter;
+  int list, rounds;
+  uint64_t seed;
+} ops_args;
+
+/* Parses argv into *a; returns -1 to go on, else the exit status (2 for a
+ * bad argument, 0 after --help). */
+static int parse_args(int argc, char **argv, ops_args *a, tally *t) {
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--backend") && i + 1 < argc) backend = argv[++i];
-    else if (!strcmp(argv[i], "--filter") && i + 1 < argc) filter = argv[++i];
-    else if (!strcmp(argv[i], "--list")) list = 1;
+    if (!strcmp(argv[i], "--backend") && i + 1 < argc) a->backend = argv[++i];
+    else if (!strcmp(argv[i], "--filter") && i + 1 < argc) a->filter = argv[++i];
+    else if (!strcmp(argv[i], "--list")) a->list = 1;
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
       char *end;
       long v = strtol(argv[++i], &end, 10);
@@ -411,17 +417,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--rounds wants an integer in [1, %d], got '%s'\n", OPS_MAX_ROUNDS, argv[i]);
         return 2;
       }
-      rounds = (int)v;
+      a->rounds = (int)v;
     } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
       char *end;
       errno = 0;
-      seed = strtoull(argv[++i], &end, 0);
+      a->seed = strtoull(argv[++i], &end, 0);
       if (*end || end == argv[i] || errno || argv[i][0] == '-') {
         fprintf(stderr, "--seed wants an unsigned 64-bit integer, got '%s'\n", argv[i]);
         return 2;
       }
     }
-    else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) t.verbose = 1;
+    else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) t->verbose = 1;
     else if (!strcmp(argv[i], "--distinct-slots")) promise_distinct = 1;
     else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: %s [--backend scalar|paths|cuda] [--filter TEXT] [--rounds N [--seed S]] [--distinct-slots] "
@@ -431,7 +437,7 @@ int main(int argc, char **argv) {
              "  paths   every other CPU path against the scalar one (exit 77 when there is none)\n"
              "  cuda    on the GPU against the scalar path (exit 77 without a CUDA backend or device)\n"
              "  --rounds N        round 0 with each case's seed, rounds 1.. with fresh seeds from S\n"
-             "  --distinct-slots  inserts / indexer stores whose slots are distinct pass\n"
+             "  --distinct-slots  inserts / indexer stores whose writing rows name distinct slots pass\n"
              "                    options.distinct_slots (the CPU ignores it; CUDA skips finding duplicates)\n"
              "  --list            each case's op, bytes and seed\n"
              "Exit 0 when every case passed; 1 when one failed or none matched.\n",
@@ -444,18 +450,50 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  return -1;
+}
+
+/* Every round of every case matching a->filter on the backend; returns the
+ * cases matched. */
+static int run_rounds(const ops_list *l, const ops_args *a, const ops_device *dev, tally *t) {
+  int matched = 0;
+  for (int k = 0; k < a->rounds; k++) {
+    for (int i = 0; i < l->n; i++) {
+      if (a->filter && !strstr(l->v[i].name, a->filter)) continue;
+      ops_case c = l->v[i];
+      matched += k == 0;
+      if (k > 0) { /* fresh draws: the case's seed mixed with (seed, round) */
+        c.seed ^= splitmix64(a->seed + (uint64_t)k * 0x9E3779B97F4A7C15ull);
+        char name[sizeof c.name];
+        snprintf(name, sizeof name, "%.56s@0x%016" PRIx64, l->v[i].name, c.seed);
+        memcpy(c.name, name, sizeof name);
+      }
+      if (dev) case_device(&c, dev, t);
+      else if (!strcmp(a->backend, "paths")) case_paths(&c, t);
+      else case_scalar(&c, t);
+      fflush(stdout);
+    }
+  }
+  return matched;
+}
+
+int main(int argc, char **argv) {
+  ops_args a = {"scalar", NULL, 0, 1, (uint64_t)time(NULL)};
+  tally t = {0, 0, 0, 0};
+  const int st = parse_args(argc, argv, &a, &t);
+  if (st >= 0) return st;
   ops_list l = {0};
   ops_register_kv(&l);
   ops_register_index(&l);
   ops_register_indexer(&l);
-  if (list) return list_cases(&l, filter), free(l.v), 0;
+  if (a.list) return list_cases(&l, a.filter), free(l.v), 0;
   const ops_device *dev = NULL;
-  if (!strcmp(backend, "paths") && dsv4kv_cpu_path_count() < 2) {
+  if (!strcmp(a.backend, "paths") && dsv4kv_cpu_path_count() < 2) {
     printf("only the scalar CPU path in this build and processor: nothing to compare (skipped)\n");
     free(l.v);
     return 77;
   }
-  if (!strcmp(backend, "cuda")) {
+  if (!strcmp(a.backend, "cuda")) {
     dev = ops_cuda_device();
     if (!dsv4kv_backend_available(kDLCUDA) || !dev) {
       printf("no CUDA backend (%s) here: skipped\n",
@@ -463,35 +501,18 @@ int main(int argc, char **argv) {
       free(l.v);
       return 77;
     }
-  } else if (strcmp(backend, "scalar") && strcmp(backend, "paths")) {
-    fprintf(stderr, "unknown backend '%s'\n", backend);
+  } else if (strcmp(a.backend, "scalar") && strcmp(a.backend, "paths")) {
+    fprintf(stderr, "unknown backend '%s'\n", a.backend);
     free(l.v);
     return 2;
   }
   select_path(dsv4kv_cpu_path_name(0)); /* the baseline of every mode */
   clock_t t0 = clock();
-  if (rounds > 1) printf("%d rounds, seed %" PRIu64 "\n", rounds, seed);
-  int matched = 0;
-  for (int k = 0; k < rounds; k++) {
-    for (int i = 0; i < l.n; i++) {
-      if (filter && !strstr(l.v[i].name, filter)) continue;
-      ops_case c = l.v[i];
-      matched += k == 0;
-      if (k > 0) { /* fresh draws: the case's seed mixed with (seed, round) */
-        c.seed ^= splitmix64(seed + (uint64_t)k * 0x9E3779B97F4A7C15ull);
-        char name[sizeof c.name];
-        snprintf(name, sizeof name, "%.56s@0x%016" PRIx64, l.v[i].name, c.seed);
-        memcpy(c.name, name, sizeof name);
-      }
-      if (dev) case_device(&c, dev, &t);
-      else if (!strcmp(backend, "paths")) case_paths(&c, &t);
-      else case_scalar(&c, &t);
-      fflush(stdout);
-    }
-  }
-  printf("%d cases x %d rounds in %.1f s of CPU time\n", matched, rounds, (double)(clock() - t0) / CLOCKS_PER_SEC);
+  if (a.rounds > 1) printf("%d rounds, seed %" PRIu64 "\n", a.rounds, a.seed);
+  const int matched = run_rounds(&l, &a, dev, &t);
+  printf("%d cases x %d rounds in %.1f s of CPU time\n", matched, a.rounds, (double)(clock() - t0) / CLOCKS_PER_SEC);
   int bad = 0; /* what fails the run beside the cases */
-  if (!matched) bad = 1, printf("no case matches --filter '%s' (failed)\n", filter ? filter : "");
+  if (!matched) bad = 1, printf("no case matches --filter '%s' (failed)\n", a.filter ? a.filter : "");
   if (promise_distinct) {
     printf("%ld calls promised distinct slots\n", promised);
     if (!promised && matched) bad = 1, printf("--distinct-slots: no case's slots were distinct (failed)\n");
