@@ -35,6 +35,8 @@
 #                  JSON (plot them here with dsv4kv bench --from-json)
 #   bound          bench/access_bound.cu: the inserts' and gathers' loads and
 #                  stores alone, the bandwidth their access pattern allows
+#   launch_floor   bench/launch_floor.cu: host and event time of an empty
+#                  kernel's launch, the floor of every eager figure
 # and prints a summary table last.  Logs go to build-gpu/out/ (and, when $OUT
 # names a folder, as one archive gpu-check-logs.tar.gz plus summary.txt there).
 #
@@ -173,6 +175,7 @@ if [ "$mode" != python ]; then
   step bench_report "$B/dsv4kv" bench --device cuda --report --json "$out/bench-report.json"
   # the bound the inserts' and gathers' accesses allow (no arithmetic)
   step bound sh -c "nvcc -O3 -arch=sm_90 -o '$B/access_bound' bench/access_bound.cu && '$B/access_bound'"
+  step launch_floor sh -c "nvcc -O3 -arch=sm_90 -o '$B/launch_floor' bench/launch_floor.cu && '$B/launch_floor'"
 fi
 [ "$mode" = bench ] && skip_python=1
 # The Python package: built by pip (no build isolation: no registry there),
