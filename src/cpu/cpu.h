@@ -141,6 +141,8 @@ int record_quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, uint8_t 
  * dequantization (record_dequant_ref's bytes); nt as record_dequant_avx512's
  * (out 32-byte aligned). */
 int cpu_avx2_supported(void);
+/* Whether the processor has F16C (CPUID; src/cpu/gather_avx2.c). */
+int cpu_has_f16c(void);
 void record_dequant_avx2(dsv4kv_record rec, int fnuz, const uint8_t *values, const uint8_t *scales, uint16_t *out,
                          int nt);
 /* The V4 / MXFP8 / NVFP4 inserts on that path (src/cpu/insert_avx2.c): returns 0

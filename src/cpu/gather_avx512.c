@@ -228,7 +228,7 @@ static AVX512 void dequant_avx512(dsv4kv_record rec, int fnuz, const uint8_t *va
 int cpu_avx512_supported(void) {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c") &&
+         __builtin_cpu_supports("avx512vl") && cpu_has_f16c() &&
          __builtin_cpu_supports("fma"); /* the indexer's fma (every AVX-512 processor has it) */
 }
 
