@@ -104,7 +104,7 @@ static int f3_nonfinite(void) {
   DLTensor st_ = tens(slots, I64, 1, s_shape, NULL);
   for (int nt = 1; nt <= 2; nt++) {
     int64_t skipped = -1, nonf = -1;
-    dsv4kv_options opt = {&skipped, &nonf, 1, nt, NULL, NULL};
+    dsv4kv_options opt = {.skipped = &skipped, .nonfinite = &nonf, .check_nonfinite = 1, .num_threads = nt};
     dsv4kv_status st = dsv4kv_quantize_and_insert_k_cache(&kt, &k_cache, &cache, &st_, &opt);
     printf("F3 insert num_threads=%d: status %d nonfinite %lld msg \"%s\"\n", nt, (int)st, (long long)nonf,
            dsv4kv_last_error());
@@ -130,7 +130,7 @@ static int f3_nonfinite(void) {
   DLTensor wt = tens(w, F32, 1, w_shape, NULL);
   for (int nt = 1; nt <= 2; nt++) {
     int64_t skipped = -1, nonf = -1;
-    dsv4kv_options opt = {&skipped, &nonf, 1, nt, NULL, NULL};
+    dsv4kv_options opt = {.skipped = &skipped, .nonfinite = &nonf, .check_nonfinite = 1, .num_threads = nt};
     dsv4kv_status st = dsv4kv_indexer_k_norm_rope_store(&kpt, &post, &cst, &wt, 1e-6f, &ik, &ic, &st_, 1, &opt);
     printf("F3 indexer num_threads=%d: status %d nonfinite %lld msg \"%s\"\n", nt, (int)st, (long long)nonf,
            dsv4kv_last_error());
