@@ -352,7 +352,7 @@ static int draw(cJSON *root, const char *path, int cuda) {
   char title[256];
   snprintf(title, sizeof title, "dsv4kv bench, %s (%s)\n%s, dashed: the copy ceiling of the same run",
            cuda ? "CUDA" : "CPU", bench_json_str(root, cuda ? "gpu" : "cpu_path"),
-           cuda ? "GB/s of CUDA-graph replay, open circles: the reference on an H200 (the anchor's graph figures)"
+           cuda ? "GB/s of CUDA-graph replay, open circles: the reference on an H200 (graph figures of the anchor file)"
                 : "GB/s of the median call");
   const int rc = bench_plot(path, cJSON_GetObjectItem(root, "results"), cuda ? "gbps_graph" : "gbps",
                             cuda ? "ref_gbps_graph" : NULL, ceiling, title);
