@@ -141,7 +141,9 @@ typedef enum {
                                         output overlapping another output or an input */
   DSV4KV_ERR_VALUE = 6,             /* a scalar argument is out of range          */
   DSV4KV_ERR_DEVICE = 7,            /* tensors on different / unsupported devices */
-  DSV4KV_ERR_BACKEND_NOT_BUILT = 8, /* the device's backend is not in this build  */
+  DSV4KV_ERR_BACKEND_NOT_BUILT = 8, /* the device's backend is not in this build,
+                                       or cannot run here (no driver or GPU:
+                                       dsv4kv_backend_unavailable_reason) */
   DSV4KV_ERR_ALLOC = 9,             /* memory allocation failed                   */
   DSV4KV_ERR_FORMAT = 10,           /* record format / cache description mismatch */
   DSV4KV_WARN_SKIPPED = 11,         /* done, but out-of-range entries were skipped */

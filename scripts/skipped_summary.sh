@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Reads ctest logs (and pytest -rs output) and prints one line counting the
-# tests that did not run, with what each needs (the last line of
-# scripts/test.sh).
+# Reads ctest logs (and pytest -rs output) and prints the count of the tests
+# that did not run, then one line for each thing they need, naming them (the
+# last lines of scripts/test.sh).
 set -uo pipefail
 names=$(cat "$@" 2>/dev/null | sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (Skipped)$/\1/p' | sort -u)
 # pytest: "SKIPPED [1] test_x.py:12: reason" -> "pytest:test_x.py (reason)"
@@ -29,10 +29,22 @@ hint() {
     *) echo "see the test's output" ;;
   esac
 }
+# One line a reason, the tests that need it after it (a name skipped in
+# several suites counts once).
 n=0
-list=""
-for t in $names; do list="$list${list:+; }$t ($(hint "$t"))" n=$((n + 1)); done
+declare -A by_reason=()
+order=()
+for t in $names; do
+  r=$(hint "$t")
+  [ -n "${by_reason[$r]+x}" ] || order+=("$r")
+  by_reason[$r]="${by_reason[$r]:+${by_reason[$r]}, }$t"
+  n=$((n + 1))
+done
+pyn=0
 while IFS= read -r line; do
-  [ -n "$line" ] && list="$list${list:+; }$line" n=$((n + 1))
+  [ -n "$line" ] && pyn=$((pyn + 1))
 done <<<"$py"
-echo "dsv4kv tests: $n skipped (never counted as passed): $list"
+echo "dsv4kv tests: $((n + pyn)) skipped (never counted as passed):"
+for r in "${order[@]}"; do echo "  needs ${r}: ${by_reason[$r]}"; done
+[ -n "$py" ] && sed 's/^/  /' <<<"$py"
+exit 0

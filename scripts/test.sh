@@ -79,7 +79,7 @@ else
   failed+=("Python package (pip install .)")
 fi
 
-echo "dsv4kv tests: Release suite ${normal_s} s, sanitizer build and suite $((clang_start - start - normal_s)) s, clang build and suite $((install_start - clang_start)) s, install check $((py_start - install_start)) s, Python package $((SECONDS - py_start)) s"
+echo "dsv4kv tests: Release build and suite ${normal_s} s, sanitizer build and suite $((clang_start - start - normal_s)) s, clang build and suite $((install_start - clang_start)) s, install check $((py_start - install_start)) s, Python package $((SECONDS - py_start)) s"
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'dsv4kv tests FAILED in: %s\n' "${failed[@]}"
   scripts/skipped_summary.sh "$logs/release.log" "$logs/asan.log" "$logs/clang.log" "$logs/pytest.log"

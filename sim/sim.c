@@ -89,8 +89,9 @@ static void too_small(const sim_ctx *c, int64_t worst, int64_t max_pages) {
              c->cfg.kv_cache_arg, c->num_pages, page, sim_model_layers(c->model), need,
              c->model->name, sim_format_name(c->cfg.format));
   } else {
-    snprintf(fix, sizeof fix, "--num-blocks is %d.\nRaise --num-blocks to at least %lld (or "
-             "--block-size)", c->num_pages, (long long)max_pages);
+    snprintf(fix, sizeof fix, "--num-blocks is %d.\nRaise --num-blocks to at least %lld (pages of "
+             "--block-size %d tokens; a larger block size needs fewer)", c->num_pages, (long long)max_pages,
+             c->bs);
   }
   fprintf(stderr,
           "dsv4kv run: the page pool is too small for one request: request %lld%s needs %lld "

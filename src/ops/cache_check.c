@@ -44,8 +44,12 @@ dsv4kv_status cache_view_make(cache_view *c, tview *tv, const DLTensor *k_cache,
 
   if (k_cache->ndim == 3) {
     if ((st = tview_make(tv, k_cache, "k_cache", DT_U8, 3))) return st;
-    if ((st = tview_dim_eq(tv, "k_cache", 1, desc->block_size))) return st;
-    if ((st = tview_dim_eq(tv, "k_cache", 2, rec))) return st;
+    if (tv->shape[1] != desc->block_size) /* which of the two is wrong is the caller's to say */
+      return dsv4kv_fail(DSV4KV_ERR_SHAPE, "k_cache.shape[1] = %lld tokens a page does not match block_size %d",
+                         (long long)tv->shape[1], desc->block_size);
+    if (tv->shape[2] != rec)
+      return dsv4kv_fail(DSV4KV_ERR_SHAPE, "k_cache.shape[2] = %lld bytes a record; a %s record is %d",
+                         (long long)tv->shape[2], dsv4kv_record_name(desc->record), rec);
     const int empty = tv->shape[0] == 0; /* no page: any strides */
     if (!empty && tv->shape[2] > 1 && tv->stride[2] != 1)
       return dsv4kv_fail(DSV4KV_ERR_STRIDE, "k_cache.strides[2] = %lld; records must be contiguous",
