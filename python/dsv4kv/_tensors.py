@@ -83,7 +83,7 @@ class Tensor:
             dt = getattr(obj, "dtype", None)
             if dt is None or not hasattr(obj, "__dlpack__"):
                 raise _lib.DSV4KVTypeError(
-                    "%s is a %s; dsv4kv takes torch tensors and numpy arrays (DLPack)" % (name, type(obj).__name__), 2
+                    "%s is of type %s; dsv4kv takes torch tensors and numpy arrays (DLPack)" % (name, type(obj).__name__), 2
                 )
             if dt.name == "bfloat16":  # ml_dtypes
                 src, mark_bf16 = obj.view("uint16"), True

@@ -80,9 +80,9 @@ def quantize_and_insert_k_cache(k, k_cache, slot_mapping, block_size=64, is_ue8m
     """
     if not flag(is_ue8m0, "is_ue8m0"):
         raise _lib.DSV4KVValueError("is_ue8m0=False: dsv4kv stores UE8M0 block scales only", 6)
-    desc = _main_desc(k_cache, block_size, use_fnuz, bytes_per_token)
-    tk, tc = arg(k, "k", bf16=True), arg(k_cache, "k_cache", out=True)
+    tk, tc = arg(k, "k", bf16=True), arg(k_cache, "k_cache", out=True)  # (in argument order)
     ts = arg(slot_mapping, "slot_mapping")
+    desc = _main_desc(k_cache, block_size, use_fnuz, bytes_per_token)
     call("quantize_and_insert_k_cache", lib.dsv4kv_quantize_and_insert_k_cache, (tk, tc, ts),
          tk.ref(), tc.ref(), ctypes.byref(desc), ts.ref(), distinct_slots=flag(distinct_slots, "distinct_slots"))
 
