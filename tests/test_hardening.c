@@ -304,6 +304,42 @@ static void sec7_nonfinite_count_independent_of_threads(void **state) {
   tcache_free(&c);
 }
 
+/* slot_mapping lying inside the cache it drives (a caller error the library
+ * does not detect; SPEC §7 leaves the bytes undefined): an earlier row's
+ * record rewrites a later row's slot with one past the cache.  Whatever
+ * the bytes, nothing may be written past k_cache: each row writes the slot
+ * value that was checked.  1024 rows: the bucketed row order, which reads
+ * the slots in a pass of their own. */
+static void sec7_slots_inside_cache_write_nothing_outside(void **state) {
+  (void)state;
+  enum { PAGES = 8192, REC = 528, T = 1024, GUARD = 4096 };
+  for (int threads = 1; threads <= 2; threads++) {
+    uint8_t *cache = calloc((size_t)PAGES * REC + GUARD, 1); /* the guard is not given to the call */
+    uint16_t *k = calloc((size_t)T * 512, 2);
+    assert_non_null(cache);
+    assert_non_null(k);
+    int64_t *slots = (int64_t *)(cache + 2000 * REC); /* the record of slot 2000 */
+    for (int t = 0; t < T; t++) slots[t] = -1;
+    slots[0] = 2000; /* row 0 writes the record holding slots[0 .. 65] */
+    for (int t = 1; t <= 63; t++) slots[t] = 32 * (100 + t) + 17; /* valid, read before row 0 writes */
+    k[0] = dsv4kv_f32_to_bf16(448.0f); /* block scale 1 */
+    k[9] = dsv4kv_f32_to_bf16(0.125f); /* e4m3 0x20 at byte 9: slots[1] becomes 0x2000 = PAGES */
+    int64_t ks[2] = {T, 512}, ss[1] = {T}, cs[2] = {PAGES, REC};
+    DLTensor kt = {k, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, ks, NULL, 0};
+    DLTensor st = {slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ss, NULL, 0};
+    DLTensor ct = {cache, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, cs, NULL, 0};
+    dsv4kv_cache_desc d = {DSV4KV_RECORD_MXFP8, DSV4KV_FP8_OCP, 1, 0, 0};
+    dsv4kv_options o = {.num_threads = threads};
+    const dsv4kv_status st_call = dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, &o);
+    assert_false(dsv4kv_is_error(st_call));
+    int outside = 0;
+    for (int i = 0; i < GUARD; i++) outside += cache[(size_t)PAGES * REC + i] != 0;
+    assert_int_equal(outside, 0);
+    free(cache);
+    free(k);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sec7_gather_offset_near_int64_max),
@@ -315,6 +351,7 @@ int main(void) {
       cmocka_unit_test(sec7_alloc_capped),
       cmocka_unit_test(sec7_num_threads_capped),
       cmocka_unit_test(sec7_nonfinite_count_independent_of_threads),
+      cmocka_unit_test(sec7_slots_inside_cache_write_nothing_outside),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,7 +40,12 @@ static void bucket_task(void *vctx, int t, int nt) {
     for (int64_t b = lo; b < hi; b++)
       for (int64_t i = j->start[b]; i < j->start[b + 1]; i++) {
         const int64_t row = j->order[i], left = j->start[b + 1] - i - 1;
-        sum += p->row(p->ctx, row, tv_i64_1(p->slots, row), j->order + i + 1,
+        /* Read again, so checked again: slot_mapping may lie in memory the
+         * rows write (the cache, against the contract: the bytes are then
+         * undefined, but nothing may land outside the outputs). */
+        const int64_t slot = tv_i64_1(p->slots, row);
+        if (slot < 0 || slot >= p->num_slots) continue;
+        sum += p->row(p->ctx, row, slot, j->order + i + 1,
                       (int)(left < CPU_ROWS_AHEAD ? left : CPU_ROWS_AHEAD), &carry);
       }
   if (p->finish) p->finish(p->ctx);
@@ -89,20 +94,40 @@ dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
   const int pow2 = (p->bs & (p->bs - 1)) == 0;
   int shift = 0;
   while (pow2 && ((int64_t)1 << shift) < p->bs) shift++;
+  /* Both passes keep the current bucket's count in a register while rows
+   * stay in it (a page's rows usually follow each other): a counter in memory
+   * bumped row after row waited on its own store every row. */
+  int64_t cur = -1, run = 0; /* rows of bucket cur since it was last stored */
   for (int64_t t = 0; t < p->T; t++) {
     const int64_t slot = tv_i64_1(p->slots, t);
     uint16_t b = UINT16_MAX; /* not written */
-    if (is_bad(p, slot))
+    if (is_bad(p, slot)) {
       p->bad_slot(p->ctx, t, slot);
-    else if (slot != -1)
-      b = (uint16_t)((pow2 ? slot >> shift : slot / p->bs) & (B - 1)), start[b + 1]++;
+    } else if (slot != -1) {
+      b = (uint16_t)((pow2 ? slot >> shift : slot / p->bs) & (B - 1));
+      if (b != cur) {
+        if (cur >= 0) start[cur + 1] += run;
+        cur = b, run = 0;
+      }
+      run++;
+    }
     bucket[t] = b;
   }
+  if (cur >= 0) start[cur + 1] += run;
   for (int64_t b = 0; b < B; b++) start[b + 1] += start[b];
   int64_t fill[MAX_BUCKETS];
   for (int64_t b = 0; b < B; b++) fill[b] = start[b];
-  for (int64_t t = 0; t < p->T; t++)
-    if (bucket[t] != UINT16_MAX) order[fill[bucket[t]]++] = t;
+  int64_t at = 0; /* where bucket cur's next row goes */
+  cur = -1;
+  for (int64_t t = 0; t < p->T; t++) {
+    const int64_t b = bucket[t];
+    if (b == UINT16_MAX) continue;
+    if (b != cur) {
+      if (cur >= 0) fill[cur] = at;
+      cur = b, at = fill[b];
+    }
+    order[at++] = t;
+  }
   free(bucket);
   bucket_job j = {p, start, order, {0}, 0};
   cpu_chunks_init(&j.buckets, B, 1);
