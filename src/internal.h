@@ -41,6 +41,9 @@ typedef enum {
  * rank `ndim`, non-negative shape and strides, a data pointer when non-empty,
  * and extents whose byte span fits in int64; fills `v`. */
 dsv4kv_status tview_make(tview *v, const DLTensor *t, const char *name, dt_kind dt, int ndim);
+/* The view of an optional tensor not given: no elements, data a static
+ * address (never NULL, so that row addresses are defined arithmetic). */
+void tview_absent(tview *v);
 /* Same, for a tensor that may be fp32 or bf16 (returns which in *dt_out). */
 dsv4kv_status tview_make_f32_or_bf16(tview *v, const DLTensor *t, const char *name, int ndim,
                                      dt_kind *dt_out);

@@ -1,7 +1,19 @@
 /* DLTensor checks and strided views. */
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
+
+/* What the view of an empty tensor given with data NULL, or of an optional
+ * tensor not given, points at: the kernels' row addresses (base + row x
+ * stride, never read: no entry) are then not arithmetic on a null pointer,
+ * which C leaves undefined even for an offset of 0. */
+static _Alignas(64) uint8_t empty_data[64];
+
+void tview_absent(tview *v) {
+  memset(v, 0, sizeof *v);
+  v->data = empty_data;
+}
 
 static const char *dt_name(dt_kind dt) {
   switch (dt) {
@@ -95,7 +107,7 @@ static dsv4kv_status fill_view(tview *v, const DLTensor *t, const char *name, dt
       return dsv4kv_fail(DSV4KV_ERR_STRIDE, "%s spans more bytes than int64 can address", name);
   }
   if (numel > 0 && !t->data) return dsv4kv_fail(DSV4KV_ERR_NULL, "%s.data is NULL", name);
-  v->data = t->data ? (uint8_t *)t->data + t->byte_offset : NULL;
+  v->data = t->data ? (uint8_t *)t->data + t->byte_offset : empty_data; /* (empty: see empty_data) */
   if ((uintptr_t)v->data % (uintptr_t)v->elem_bytes != 0)
     return dsv4kv_fail(DSV4KV_ERR_ALIGNMENT, "%s.data + byte_offset = %p is not aligned to its %d-byte elements",
                        name, (void *)v->data, v->elem_bytes);

@@ -213,6 +213,7 @@ dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4kv_flashinf
   if ((st = tview_make(&a.dswa, in->decode_swa_indices, "decode_swa_indices", DT_I32, 2))) return st;
   a.D = a.dswa.shape[0];
   a.S = a.dswa.shape[1];
+  tview_absent(&a.dcomp); /* (the kernels form its row addresses either way) */
   if (in->decode_compressed_indices) {
     if ((st = tview_make(&a.dcomp, in->decode_compressed_indices, "decode_compressed_indices", DT_I32, 2)))
       return st;
