@@ -245,12 +245,12 @@ void sim_report_quiet(FILE *f, const sim_ctx *c, int ok) {
              c->work.skipped_lines == 1 ? "" : "s");
   fprintf(f,
           "dsv4kv run: %s%s: formats swa %s, compressed %s, indexer %s; whole model %.1f B/token "
-          "(%.2f GiB/1M tokens); %lld requests, %lld steps, %lld prefill + %lld decode tokens, "
+          "(%.2f GiB/1M tokens); %lld request%s, %lld steps, %lld prefill + %lld decode tokens, "
           "peak %d of %d pages, %lld preemption%s, TTFT p99 %.3f s (virtual), %.1f s: "
           "verification %s\n",
           c->work.name, skipped, sim_format_name(DSV4KV_RECORD_V4), sim_format_name(c->cfg.format),
           sim_format_name(c->cfg.indexer_format), c->msize.total, sim_gib_per_mtok(c->msize.total),
-          (long long)s->done, (long long)s->steps, (long long)s->prefill_tokens,
+          (long long)s->done, s->done == 1 ? "" : "s", (long long)s->steps, (long long)s->prefill_tokens,
           (long long)s->decode_tokens, c->pool.peak_used, c->num_pages, (long long)s->preemptions,
           s->preemptions == 1 ? "" : "s", c->lat.ttft_s.p99, c->wall_seconds,
           ok ? "PASSED" : "FAILED");

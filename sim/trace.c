@@ -200,6 +200,11 @@ static int parse_mooncake(line_ctx *c, const char *line, size_t len, sim_request
     goto out;
   if (json_int(c, obj, "output_length", 0, SIM_MAX_REQUEST_TOKENS, &outl))
     goto out;
+  if (in + outl > SIM_MAX_REQUEST_TOKENS) {
+    set_why(c, "input_length + output_length = %lld tokens: more than the model's context of %d",
+            (long long)(in + outl), SIM_MAX_REQUEST_TOKENS);
+    goto out;
+  }
   r->arrival_ms = ts->valuedouble;
   r->input_len = (int32_t)in;
   r->output_len = (int32_t)outl;
@@ -335,6 +340,11 @@ static int parse_csv_row(line_ctx *c, const csv_header *h, const char *line, siz
   if (text_int(c, "GeneratedTokens", f[h->col_gen], fl[h->col_gen], 0, SIM_MAX_REQUEST_TOKENS,
                &gen))
     return -1;
+  if (ctx + gen > SIM_MAX_REQUEST_TOKENS) {
+    set_why(c, "ContextTokens + GeneratedTokens = %lld tokens: more than the model's context of %d",
+            (long long)(ctx + gen), SIM_MAX_REQUEST_TOKENS);
+    return -1;
+  }
   r->input_len = (int32_t)ctx;
   r->output_len = (int32_t)gen;
   r->num_hash = 0;
@@ -505,7 +515,11 @@ int sim_trace_read(FILE *fp, const char *name, int64_t max_requests, int skip_ba
     sim_workload_free(w);
     return rc;
   }
-  sim_workload_finish(w);
+  if (sim_workload_finish(w)) {
+    snprintf(err, errlen, "%s: out of memory sorting %lld requests by arrival", name, (long long)w->n);
+    sim_workload_free(w);
+    return -1;
+  }
   return 0;
 }
 

@@ -62,33 +62,45 @@ int sim_workload_push(sim_workload *w, const sim_request_spec *spec) {
 }
 
 /* Stable insertion/merge sort by arrival time (traces are nearly sorted). */
-static void sort_by_arrival(sim_request_spec *a, int64_t n) {
-  for (int64_t i = 1; i < n; i++) {
-    if (a[i].arrival_ms >= a[i - 1].arrival_ms)
-      continue;
-    sim_request_spec x = a[i];
-    int64_t j = i;
-    /* binary search for the insertion point after equal keys (stability) */
-    int64_t lo = 0, hi = i;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo) / 2;
-      if (a[mid].arrival_ms <= x.arrival_ms)
-        lo = mid + 1;
-      else
-        hi = mid;
+/* Stable merge sort by arrival (equal times keep the file's order), with
+ * tmp[n] as scratch: O(n log n) whatever the order, where an insertion sort
+ * moved the whole prefix for every line out of order (a trace in reverse
+ * order took minutes at a few hundred thousand lines). */
+static void merge_by_arrival(sim_request_spec *a, sim_request_spec *tmp, int64_t n) {
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      const int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) tmp[k++] = a[j].arrival_ms < a[i].arrival_ms ? a[j++] : a[i++];
+      while (i < mid) tmp[k++] = a[i++];
+      while (j < hi) tmp[k++] = a[j++];
     }
-    memmove(a + lo + 1, a + lo, (size_t)(j - lo) * sizeof *a);
-    a[lo] = x;
+    memcpy(a, tmp, (size_t)n * sizeof *a);
   }
 }
 
-void sim_workload_finish(sim_workload *w) {
+/* Returns 0, or -1 when out of memory for the scratch (already sorted
+ * traces, the usual case, need none). */
+static int sort_by_arrival(sim_request_spec *a, int64_t n) {
+  int64_t i = 1;
+  while (i < n && a[i].arrival_ms >= a[i - 1].arrival_ms) i++;
+  if (i >= n) return 0;
+  sim_request_spec *tmp = malloc((size_t)n * sizeof *tmp);
+  if (!tmp) return -1;
+  merge_by_arrival(a, tmp, n);
+  free(tmp);
+  return 0;
+}
+
+int sim_workload_finish(sim_workload *w) {
   if (w->n == 0)
-    return;
-  sort_by_arrival(w->reqs, w->n);
+    return 0;
+  if (sort_by_arrival(w->reqs, w->n))
+    return -1;
   double t0 = w->reqs[0].arrival_ms;
   for (int64_t i = 0; i < w->n; i++)
     w->reqs[i].arrival_ms -= t0;
+  return 0;
 }
 
 sim_workload_totals sim_workload_sum(const sim_workload *w) {

@@ -8,8 +8,10 @@
 /* Tokens covered by one prefix hash id (Mooncake: one id per 512-token block). */
 #define SIM_HASH_BLOCK_TOKENS 512
 
-/* Largest prompt or output length accepted from a trace (tokens). */
-#define SIM_MAX_REQUEST_TOKENS (1 << 24)
+/* Most tokens one request of a trace may hold, prompt and output together:
+ * DeepSeek-V4's context (max_position_embeddings = 1048576).  It bounds
+ * what one line can make a run allocate (caches, RoPE table) and loop over. */
+#define SIM_MAX_REQUEST_TOKENS (1 << 20)
 
 typedef struct {
   double arrival_ms;  /* arrival time relative to the first request, ms        */
@@ -40,8 +42,9 @@ void sim_workload_free(sim_workload *w);
 /* Appends a request (copies hash_ids).  Returns 0, or -1 when out of memory. */
 int sim_workload_push(sim_workload *w, const sim_request_spec *spec);
 
-/* Sorts requests by arrival (stable) and rebases times on the earliest. */
-void sim_workload_finish(sim_workload *w);
+/* Sorts requests by arrival (stable) and rebases times on the earliest.
+ * Returns 0, or -1 when out of memory for the sort's scratch. */
+int sim_workload_finish(sim_workload *w);
 
 /* The embedded default workload: `n` requests, seeded (see workload.c for the
  * statistics it follows).  Returns 0, or -1 when out of memory. */

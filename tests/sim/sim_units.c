@@ -486,13 +486,35 @@ static void test_default_threads(void) {
         active, unset);
 }
 
+/* Requests sorted by arrival, stable: a trace out of order (reversed, with
+ * runs of equal times) comes out ascending with equal times in file order. */
+static void test_workload_order(void) {
+  sim_workload w;
+  memset(&w, 0, sizeof w);
+  enum { N = 1000 };
+  for (int i = 0; i < N; i++) {
+    sim_request_spec r = {(double)((N - i) / 3), 1, 0, 0, NULL, i + 1}; /* 3 lines a time, descending */
+    CHECK(sim_workload_push(&w, &r) == 0, "push %d", i);
+  }
+  CHECK(sim_workload_finish(&w) == 0, "finish");
+  for (int64_t i = 1; i < w.n; i++) {
+    const sim_request_spec *a = &w.reqs[i - 1], *b = &w.reqs[i];
+    CHECK(a->arrival_ms < b->arrival_ms || (a->arrival_ms == b->arrival_ms && a->line < b->line),
+          "row %lld: (%g, line %lld) then (%g, line %lld)", (long long)i, a->arrival_ms, (long long)a->line,
+          b->arrival_ms, (long long)b->line);
+  }
+  CHECK(w.n == N && w.reqs[0].arrival_ms == 0.0, "n %lld, first at %g", (long long)w.n, w.reqs[0].arrival_ms);
+  sim_workload_free(&w);
+}
+
 int main(void) {
   printf("pool\n");
   test_pool();
   printf("scheduler\n");
   test_sched();
-  printf("trace parser (mutated input)\n");
+  printf("trace parser (mutated input), arrival order\n");
   test_trace_fuzz();
+  test_workload_order();
   printf("format names\n");
   test_format_names();
   printf("indexer bound under RoPE cancellation\n");
