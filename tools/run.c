@@ -84,7 +84,8 @@ static void usage(FILE *f) {
           "options:\n"
           "  --trace FILE            replay a trace: Mooncake JSONL (timestamp, input_length,\n"
           "                          output_length, hash_ids) or Azure LLM-inference CSV\n"
-          "                          (TIMESTAMP, ContextTokens, GeneratedTokens); auto-detected\n"
+          "                          (TIMESTAMP, ContextTokens, GeneratedTokens); auto-detected.\n"
+          "                          A request holds at most 1048576 tokens (the model's context)\n"
           "  --max-requests N        only the first N requests (default: all of a trace; %d\n"
           "                          for the synthetic workload)\n"
           "  --model NAME            model preset (default deepseek-v4-flash):\n",
