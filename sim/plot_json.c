@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "files.h"
 #include "plot.h"
 
 static void usage(FILE *f) {
@@ -28,11 +29,14 @@ static void usage(FILE *f) {
           2);
 }
 
-/* A report is at most this large: `dsv4kv run` writes a few MiB at most. */
-#define REPORT_MAX_BYTES ((size_t)64 << 20)
+/* A report is at most this large: `dsv4kv run` writes well under 1 MiB
+ * (at most 2000 points a run, three runs); 16 MiB bounds what a hostile
+ * file can make the plot parse (~0.4 GB and a few seconds). */
+#define REPORT_MAX_BYTES ((size_t)16 << 20)
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
+/* The report's text, or NULL with the reason in err. */
+static char *slurp(const char *path, char *err, size_t errlen) {
+  FILE *f = sim_open_regular(path, "a run report", NULL, err, errlen);
   if (!f)
     return NULL;
   size_t cap = 1 << 16, n = 0;
@@ -42,6 +46,7 @@ static char *slurp(const char *path) {
     if (n < cap - 1)
       break;
     if (cap >= REPORT_MAX_BYTES) { /* past the cap: refused */
+      snprintf(err, errlen, "%s: larger than a run report can be (%zu MiB)", path, REPORT_MAX_BYTES >> 20);
       free(buf);
       buf = NULL;
       break;
@@ -159,11 +164,10 @@ static int data_of(const cJSON *root, sim_plot_data *d, const char **why) {
 }
 
 static int plot_file(const char *in, const char *out) {
-  errno = 0;
-  char *text = slurp(in);
+  char err[512] = "";
+  char *text = slurp(in, err, sizeof err);
   if (!text) {
-    fprintf(stderr, "dsv4kv plot: cannot read %s%s%s\n", in, errno ? ": " : " (larger than a run report can be)",
-            errno ? strerror(errno) : "");
+    fprintf(stderr, "dsv4kv plot: %s\n", err[0] ? err : "out of memory reading the report");
     return 2;
   }
   cJSON *root = cJSON_Parse(text);
@@ -172,7 +176,6 @@ static int plot_file(const char *in, const char *out) {
   const char *why = "not valid JSON";
   int rc = 2;
   if (root && data_of(root, &d, &why) == 0) {
-    char err[512];
     if (sim_plot_check(out, err, sizeof err))
       fprintf(stderr, "dsv4kv plot: -o %s: %s\n", out, err);
     else if (sim_plot_write(&d, out) == 0)

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "trace.h"
+#include "files.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -523,50 +524,12 @@ int sim_trace_read(FILE *fp, const char *name, int64_t max_requests, int skip_ba
   return 0;
 }
 
-static const char *file_type(mode_t mode) {
-  if (S_ISDIR(mode))
-    return "a directory";
-  if (S_ISFIFO(mode))
-    return "a FIFO";
-  if (S_ISCHR(mode))
-    return "a character device";
-  if (S_ISBLK(mode))
-    return "a block device";
-  if (S_ISSOCK(mode))
-    return "a socket";
-  return "not a plain file";
-}
-
-/* Regular files only: a FIFO would block the open (hence O_NONBLOCK, and the
- * type read off the open descriptor), /dev/zero would never end. */
-static FILE *open_regular(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int missing = errno == ENOENT;
-    snprintf(err, errlen, "%s: cannot open: %s%s", path, strerror(errno),
-             missing ? " (a relative path is from the current directory; docs/TRACES.md says where the public "
-                       "traces live and scripts/fetch_traces.sh fetches them)"
-                     : "");
-    return NULL;
-  }
-  struct stat sb;
-  FILE *fp = NULL;
-  if (fstat(fd, &sb))
-    snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-  else if (!S_ISREG(sb.st_mode))
-    snprintf(err, errlen, "%s: not a regular file (%s); a trace must be a file", path,
-             file_type(sb.st_mode));
-  else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) || !(fp = fdopen(fd, "rb")))
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-  if (!fp)
-    close(fd);
-  return fp;
-}
-
 int sim_trace_load(const char *path, int64_t max_requests, int skip_bad, FILE *diag,
                    sim_workload *w, char *err, size_t errlen) {
   memset(w, 0, sizeof *w);
-  FILE *fp = open_regular(path, err, errlen);
+  FILE *fp = sim_open_regular(path, "a trace", "(a relative path is from the current directory; docs/TRACES.md "
+                               "says where the public traces live and scripts/fetch_traces.sh fetches them)",
+                               err, errlen);
   if (!fp)
     return -1;
   int rc = sim_trace_read(fp, path, max_requests, skip_bad, diag, w, err, errlen);

@@ -33,9 +33,14 @@ static void usage_version(FILE *f) {
 }
 
 void cli_option_error(const char *cmd, int ch, char *const *argv) {
+  const char *arg = optind > 0 ? argv[optind - 1] : "";
+  const int long_opt = arg && !strncmp(arg, "--", 2);
   if (ch == ':')
-    fprintf(stderr, "dsv4kv %s: option '%s' needs a value (see 'dsv4kv %s --help')\n", cmd, argv[optind - 1], cmd);
-  else if (optopt) /* a short one: in a cluster (-xh) argv[optind - 1] is not the option */
+    fprintf(stderr, "dsv4kv %s: option '%s' needs a value (see 'dsv4kv %s --help')\n", cmd, arg, cmd);
+  else if (long_opt && optopt) /* a known long option given a value it does not take (--quiet=1) */
+    fprintf(stderr, "dsv4kv %s: option '%.*s' takes no value (see 'dsv4kv %s --help')\n", cmd,
+            (int)strcspn(arg, "="), arg, cmd);
+  else if (optopt && !long_opt) /* a short one: in a cluster (-xh) argv[optind - 1] is not the option */
     fprintf(stderr, "dsv4kv %s: unknown option '-%c' (see 'dsv4kv %s --help')\n", cmd, optopt, cmd);
   else
     fprintf(stderr, "dsv4kv %s: unknown option '%s' (see 'dsv4kv %s --help')\n", cmd, argv[optind - 1], cmd);

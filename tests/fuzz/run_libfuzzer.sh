@@ -40,7 +40,7 @@ safetensors)
     $root/tools/opcall.c"
   extra="-I$root/tools -I$root/include -I$build/include -L$build -ldsv4kv -Wl,-rpath,$build" ;;
 trace)
-  src="$root/tests/fuzz/fuzz_trace.c $root/sim/trace.c $root/sim/workload.c"
+  src="$root/tests/fuzz/fuzz_trace.c $root/sim/trace.c $root/sim/files.c $root/sim/workload.c"
   extra="-I$root/sim -DSIM_TRACE_MAX_LINE=300" ;;
 *)
   echo "run_libfuzzer: unknown target '$target' (safetensors or trace)"

@@ -27,6 +27,7 @@
  * One line per case per path ("name path: ok"), then "N passed, N failed,
  * N skipped".  Exit 0 when nothing failed.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -399,7 +400,7 @@ static void list_cases(const ops_list *l, const char *filter) {
 /* The command line (see the usage at the top of this file). */
 typedef struct {
   const char *backend, *filter;
-  int list, rounds;
+  int list, rounds, seed_given;
   uint64_t seed;
 } ops_args;
 
@@ -421,8 +422,11 @@ static int parse_args(int argc, char **argv, ops_args *a, tally *t) {
     } else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
       char *end;
       errno = 0;
-      a->seed = strtoull(argv[++i], &end, 0);
-      if (*end || end == argv[i] || errno || argv[i][0] == '-') {
+      const char *v = argv[++i]; /* decimal, or hexadecimal after 0x (the seeds the runs print) */
+      const int hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+      a->seed = strtoull(v, &end, hex ? 16 : 10);
+      a->seed_given = 1;
+      if (*end || end == v || errno || strchr(v, '-') || isspace((unsigned char)v[0])) {
         fprintf(stderr, "--seed wants an unsigned 64-bit integer, got '%s'\n", argv[i]);
         return 2;
       }
@@ -437,6 +441,7 @@ static int parse_args(int argc, char **argv, ops_args *a, tally *t) {
              "  paths   every other CPU path against the scalar one (exit 77 when there is none)\n"
              "  cuda    on the GPU against the scalar path (exit 77 without a CUDA backend or device)\n"
              "  --rounds N        round 0 with each case's seed, rounds 1.. with fresh seeds from S\n"
+             "  --seed S          decimal, or hexadecimal after 0x (default: the time)\n"
              "  --distinct-slots  inserts / indexer stores whose writing rows name distinct slots pass\n"
              "                    options.distinct_slots (the CPU ignores it; CUDA skips finding duplicates)\n"
              "  --list            each case's op, bytes and seed\n"
@@ -450,6 +455,8 @@ static int parse_args(int argc, char **argv, ops_args *a, tally *t) {
       return 2;
     }
   }
+  if (a->seed_given && a->rounds == 1)
+    fprintf(stderr, "note: --seed picks the fresh draws of rounds 1..; with one round it changes nothing\n");
   return -1;
 }
 
@@ -478,7 +485,7 @@ static int run_rounds(const ops_list *l, const ops_args *a, const ops_device *de
 }
 
 int main(int argc, char **argv) {
-  ops_args a = {"scalar", NULL, 0, 1, (uint64_t)time(NULL)};
+  ops_args a = {"scalar", NULL, 0, 1, 0, (uint64_t)time(NULL)};
   tally t = {0, 0, 0, 0};
   const int st = parse_args(argc, argv, &a, &t);
   if (st >= 0) return st;
