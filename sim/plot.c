@@ -136,23 +136,71 @@ static double t_end(const sim_plot_data *d) {
   return t > 0 ? t : 1;
 }
 
-/* Pages in use, the pool's size dashed. */
+/* Whether every run that ran has the same series (pages and running at
+ * each point): their lines then coincide, which the titles say. */
+static int runs_coincide(const sim_plot_data *d) {
+  const sim_plot_run *a = NULL;
+  int runs = 0;
+  for (int i = 0; i < d->n; i++) {
+    const sim_plot_run *r = &d->runs[i];
+    if (!r->n)
+      continue;
+    runs++;
+    if (!a) {
+      a = r;
+      continue;
+    }
+    if (r->n != a->n)
+      return 0;
+    for (int k = 0; k < r->n; k++)
+      if (r->pts[k].pages != a->pts[k].pages || r->pts[k].running != a->pts[k].running ||
+          r->pts[k].queued != a->pts[k].queued)
+        return 0;
+  }
+  return runs > 1;
+}
+
+/* Most pages any run had in use. */
+static int32_t peak_pages(const sim_plot_data *d) {
+  int32_t peak = 0;
+  for (int i = 0; i < d->n; i++)
+    for (int k = 0; k < d->runs[i].n; k++)
+      peak = d->runs[i].pts[k].pages > peak ? d->runs[i].pts[k].pages : peak;
+  return peak;
+}
+
+/* Pages in use, the pool's size dashed; where the pools dwarf what was used
+ * (a pool sized by --kv-cache-memory), the axis follows the use and the
+ * pools' sizes are only named.  Runs that schedule alike overdraw, so each
+ * later run is drawn thinner over the earlier ones. */
 static void panel_pages(FILE *g, const sim_plot_data *d) {
   fprintf(g, "set origin 0,0.64\nset size 1,0.33\n");
   /* fixed margins: the two time panels share their x axis' position */
   fprintf(g, "set xrange [0:%.6f]\nset key outside right top vertical\n"
              "set lmargin at screen 0.07\nset rmargin at screen 0.78\n", t_end(d));
-  fprintf(g, "set title 'Page pool: pages in use (dashed: the pool size)'\n");
-  fprintf(g, "set xlabel 'virtual time (s)'\nset ylabel 'pages'\nset yrange [0:*]\n");
+  int32_t pool = 0;
+  for (int i = 0; i < d->n; i++)
+    pool = d->runs[i].n && d->runs[i].pool_pages > pool ? d->runs[i].pool_pages : pool;
+  const int32_t peak = peak_pages(d);
+  const int off_scale = peak > 0 && pool > 4 * peak;
+  fprintf(g, "set title '%s%s'\n",
+          off_scale ? "Page pool: pages in use (the pools, far larger, off the scale)"
+                    : "Page pool: pages in use (dashed: the pool size)",
+          runs_coincide(d) ? "; the runs of every format coincide" : "");
+  fprintf(g, "set xlabel 'virtual time (s)'\nset ylabel 'pages'\nset yrange [0:*]\n"
+             "set offsets 0, 0, graph 0.08, 0\n"); /* headroom over the peak */
   fprintf(g, "plot ");
   for (int i = 0, first = 1; i < d->n; i++) {
     const sim_plot_run *r = &d->runs[i];
     if (!r->n)
       continue;
-    fprintf(g, "%s$run%d using 1:2 with steps lw 2 lc rgb '%s' title '%s: pages in use', "
-               "%d with lines dt 2 lw 1.5 lc rgb '%s' title '%s: pool, %d pages'",
-            first ? "" : ", ", i, colors[i], r->format, r->pool_pages, colors[i], r->format,
-            r->pool_pages);
+    fprintf(g, "%s$run%d using 1:2 with steps lw %d lc rgb '%s' title '%s: pages in use'", first ? "" : ", ", i,
+            4 - i, colors[i], r->format);
+    if (off_scale)
+      fprintf(g, ", NaN with lines lc rgb '%s' title '%s: pool, %d pages'", colors[i], r->format, r->pool_pages);
+    else
+      fprintf(g, ", %d with lines dt 2 lw 1.5 lc rgb '%s' title '%s: pool, %d pages'", r->pool_pages, colors[i],
+              r->format, r->pool_pages);
     first = 0;
   }
   fprintf(g, "\n");
@@ -160,16 +208,19 @@ static void panel_pages(FILE *g, const sim_plot_data *d) {
 
 static void panel_requests(FILE *g, const sim_plot_data *d) {
   fprintf(g, "set origin 0,0.32\nset size 1,0.32\n");
-  fprintf(g, "set title 'Requests running (solid) and queued (dotted)'\n");
-  fprintf(g, "set xlabel 'virtual time (s)'\nset ylabel 'requests'\nset yrange [0:*]\n");
+  fprintf(g, "set title 'Requests running (solid) and queued (dotted)%s'\n",
+          runs_coincide(d) ? "; the runs of every format coincide" : "");
+  fprintf(g, "set xlabel 'virtual time (s)'\nset ylabel 'requests'\nset yrange [0:*]\n"
+             "set offsets 0, 0, graph 0.08, 0\n");
   fprintf(g, "plot ");
   for (int i = 0, first = 1; i < d->n; i++) {
     const sim_plot_run *r = &d->runs[i];
     if (!r->n)
       continue;
-    fprintf(g, "%s$run%d using 1:3 with steps lw 2 lc rgb '%s' title '%s: running', "
-               "$run%d using 1:4 with steps lw 2 dt 3 lc rgb '%s' title '%s: queued'",
-            first ? "" : ", ", i, colors[i], r->format, i, colors[i], r->format);
+    /* each later run thinner, drawn over the earlier: runs that schedule alike all show */
+    fprintf(g, "%s$run%d using 1:3 with steps lw %d lc rgb '%s' title '%s: running', "
+               "$run%d using 1:4 with steps lw %d dt 3 lc rgb '%s' title '%s: queued'",
+            first ? "" : ", ", i, 4 - i, colors[i], r->format, i, 4 - i, colors[i], r->format);
     first = 0;
   }
   fprintf(g, "\n");
