@@ -169,6 +169,23 @@ bad:
 /* Mooncake JSONL                                                           */
 /* ---------------------------------------------------------------------- */
 
+/* Whether one of the keys a request is read from appears twice in obj (set
+ * in c): the parser would take the first silently, as the safetensors
+ * reader refuses to. */
+static int duplicate_key(line_ctx *c, const cJSON *obj) {
+  static const char *const keys[] = {"timestamp", "input_length", "output_length", "hash_ids"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+    int seen = 0;
+    for (const cJSON *it = obj->child; it; it = it->next)
+      seen += it->string && !strcmp(it->string, keys[k]);
+    if (seen > 1) {
+      set_why(c, "\"%s\" appears %d times", keys[k], seen);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int parse_mooncake(line_ctx *c, const char *line, size_t len, sim_request_spec *r,
                           int64_t **ids_buf, size_t *ids_cap) {
   const char *end = NULL;
@@ -187,6 +204,8 @@ static int parse_mooncake(line_ctx *c, const char *line, size_t len, sim_request
     set_why(c, "not a JSON object");
     goto out;
   }
+  if (duplicate_key(c, obj))
+    goto out;
   const cJSON *ts = cJSON_GetObjectItemCaseSensitive(obj, "timestamp");
   if (!ts) {
     set_why(c, "\"timestamp\" is missing");
@@ -302,7 +321,12 @@ static int parse_csv_header(line_ctx *c, const char *line, size_t len, csv_heade
   size_t fl[CSV_MAX_FIELDS];
   int n = csv_split(line, len, f, fl, CSV_MAX_FIELDS);
   if (n < 0) {
-    set_why(c, "header has more than %d columns", CSV_MAX_FIELDS);
+    const char *cr = memchr(line, '\r', len); /* a file of CR-only line endings reads as one line */
+    if (cr && cr + 1 < line + len && cr[1] != '\n')
+      set_why(c, "header has more than %d columns; the file's lines end in CR alone (convert them to LF)",
+              CSV_MAX_FIELDS);
+    else
+      set_why(c, "header has more than %d columns", CSV_MAX_FIELDS);
     return -1;
   }
   h->ncols = n;
