@@ -221,6 +221,16 @@ malformed)
   has_out "3 malformed lines skipped"
   has_out "verdict: PASSED"
 
+  # a key given twice (the parser would take the first), and CR-only line endings
+  echo '{"timestamp": 0, "input_length": 600, "input_length": 9, "output_length": 20, "hash_ids": [0, 1]}' \
+    >"$work/dupkey.jsonl"
+  run 2 --trace "$work/dupkey.jsonl"
+  has_err '"input_length" appears 2 times'
+  printf 'TIMESTAMP,ContextTokens,GeneratedTokens\r2023-11-16 18:15:46,5,4\r' >"$work/cr.csv"
+  for i in $(seq 1 30); do printf '2023-11-16 18:15:4%d,5,4\r' $((i % 10)) >>"$work/cr.csv"; done
+  run 2 --trace "$work/cr.csv"
+  has_err "end in CR alone"
+
   # Files that are not traces at all: a clear error, never a crash.
   : >"$work/empty.txt"
   run 2 --trace "$work/empty.txt"
