@@ -28,6 +28,11 @@ double bench_now(void);
 /* The median of n values (sorts t). */
 double bench_median(double *t, int n);
 
+/* Whether path can name bench_plot's output (its gnuplot script quotes
+ * names with ', and a leading | would pipe to a command). */
+int bench_plot_name_ok(const char *path);
+#define BENCH_PLOT_NAME_RULE "a file name that starts with '|' or holds quotes, backquotes or line breaks is refused"
+
 /* GB/s against tokens per op and record (log x), `field` of each row of
  * `rows`; the reference's figures as points where a row has `ref_field`
  * (NULL: none); the ceiling as a dashed line.  gnuplot; .png or .svg.

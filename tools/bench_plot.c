@@ -192,10 +192,14 @@ static void plot_script(FILE *g, const char *path, const char *title, double cei
   fprintf(g, "\n");
 }
 
+int bench_plot_name_ok(const char *path) {
+  return path[0] != '|' && !strpbrk(path, "'\n`"); /* single quotes in the script; | would pipe to a command */
+}
+
 int bench_plot(const char *path, cJSON *rows, const char *field, const char *ref_field, double ceiling,
                const char *title) {
-  if (path[0] == '|' || strpbrk(path, "'\n`")) { /* single quotes in the script; | would pipe to a command */
-    fprintf(stderr, "dsv4kv bench: --plot %s: a file name that starts with '|' or holds quotes, backquotes or line breaks is refused\n", path);
+  if (!bench_plot_name_ok(path)) {
+    fprintf(stderr, "dsv4kv bench: --plot %s: %s\n", path, BENCH_PLOT_NAME_RULE);
     return -2;
   }
   char ours[] = "/tmp/dsv4kv-bench-XXXXXX", refs[] = "/tmp/dsv4kv-bench-ref-XXXXXX";
