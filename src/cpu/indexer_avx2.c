@@ -251,7 +251,8 @@ static inline AVX2 INLINE __m256i e2m1_bytes(__m256i c0, __m256i c1, __m256i h0,
  * them in order. */
 static inline AVX2 INLINE void e2m1_store2(__m256i q0, __m256i q1, uint8_t *packed) {
   _mm256_storeu_si256((__m256i *)packed,
-                      _mm256_permutevar8x32_epi32(_mm256_packus_epi16(q0, q1), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+                      _mm256_permutevar8x32_epi32(_mm256_packus_epi16(q0, q1),
+                                                  _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
 /* The 4 blocks' amax (block b = dims 32b .. 32b + 31 = h[2b], h[2b + 1]) in

@@ -55,6 +55,51 @@ static void bucket_task(void *vctx, int t, int nt) {
 
 static int is_bad(const cpu_paged_rows *p, int64_t slot) { return slot != -1 && (slot < 0 || slot >= p->num_slots); }
 
+/* Both passes below keep the current bucket's count in a register while
+ * rows stay in it (a page's rows usually follow each other): a counter in
+ * memory bumped row after row waited on its own store every row. */
+
+/* Each row's bucket (UINT16_MAX: it writes nothing; bad slots noted), and
+ * start[b + 1] += the rows of bucket b. */
+static void count_buckets(const cpu_paged_rows *p, int64_t B, uint16_t *bucket, int64_t *start) {
+  const int pow2 = (p->bs & (p->bs - 1)) == 0;
+  int shift = 0;
+  while (pow2 && ((int64_t)1 << shift) < p->bs) shift++;
+  int64_t cur = -1, run = 0; /* rows of bucket cur since it was last stored */
+  for (int64_t t = 0; t < p->T; t++) {
+    const int64_t slot = tv_i64_1(p->slots, t);
+    uint16_t b = UINT16_MAX; /* not written */
+    if (is_bad(p, slot)) {
+      p->bad_slot(p->ctx, t, slot);
+    } else if (slot != -1) {
+      b = (uint16_t)((pow2 ? slot >> shift : slot / p->bs) & (B - 1));
+      if (b != cur) {
+        if (cur >= 0) start[cur + 1] += run;
+        cur = b, run = 0;
+      }
+      run++;
+    }
+    bucket[t] = b;
+  }
+  if (cur >= 0) start[cur + 1] += run;
+}
+
+/* The rows of bucket b, in row order, into order[start[b] .. start[b + 1]). */
+static void scatter_rows(int64_t T, int64_t B, const uint16_t *bucket, const int64_t *start, int64_t *order) {
+  int64_t fill[MAX_BUCKETS];
+  for (int64_t b = 0; b < B; b++) fill[b] = start[b];
+  int64_t cur = -1, at = 0; /* where bucket cur's next row goes */
+  for (int64_t t = 0; t < T; t++) {
+    const int64_t b = bucket[t];
+    if (b == UINT16_MAX) continue;
+    if (b != cur) {
+      if (cur >= 0) fill[cur] = at;
+      cur = b, at = fill[b];
+    }
+    order[at++] = t;
+  }
+}
+
 dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
   *sum = 0;
   if (nt <= 1 && p->T < BUCKETED_MIN_ROWS) {
@@ -91,43 +136,9 @@ dsv4kv_status cpu_rows_by_page(const cpu_paged_rows *p, int nt, int64_t *sum) {
     free(order);
     return dsv4kv_fail(DSV4KV_ERR_ALLOC, "out of memory ordering %lld rows by page", (long long)p->T);
   }
-  const int pow2 = (p->bs & (p->bs - 1)) == 0;
-  int shift = 0;
-  while (pow2 && ((int64_t)1 << shift) < p->bs) shift++;
-  /* Both passes keep the current bucket's count in a register while rows
-   * stay in it (a page's rows usually follow each other): a counter in memory
-   * bumped row after row waited on its own store every row. */
-  int64_t cur = -1, run = 0; /* rows of bucket cur since it was last stored */
-  for (int64_t t = 0; t < p->T; t++) {
-    const int64_t slot = tv_i64_1(p->slots, t);
-    uint16_t b = UINT16_MAX; /* not written */
-    if (is_bad(p, slot)) {
-      p->bad_slot(p->ctx, t, slot);
-    } else if (slot != -1) {
-      b = (uint16_t)((pow2 ? slot >> shift : slot / p->bs) & (B - 1));
-      if (b != cur) {
-        if (cur >= 0) start[cur + 1] += run;
-        cur = b, run = 0;
-      }
-      run++;
-    }
-    bucket[t] = b;
-  }
-  if (cur >= 0) start[cur + 1] += run;
+  count_buckets(p, B, bucket, start);
   for (int64_t b = 0; b < B; b++) start[b + 1] += start[b];
-  int64_t fill[MAX_BUCKETS];
-  for (int64_t b = 0; b < B; b++) fill[b] = start[b];
-  int64_t at = 0; /* where bucket cur's next row goes */
-  cur = -1;
-  for (int64_t t = 0; t < p->T; t++) {
-    const int64_t b = bucket[t];
-    if (b == UINT16_MAX) continue;
-    if (b != cur) {
-      if (cur >= 0) fill[cur] = at;
-      cur = b, at = fill[b];
-    }
-    order[at++] = t;
-  }
+  scatter_rows(p->T, B, bucket, start, order);
   free(bucket);
   bucket_job j = {p, start, order, {0}, 0};
   cpu_chunks_init(&j.buckets, B, 1);
