@@ -14,8 +14,12 @@
 #                  (scripts/ncu_summary.py).
 # ncu runs with --clock-control none (the clocks left as they are) and its
 # default cache control (L2 flushed before each profiled kernel: cold figures,
-# a little slower than the bench's).
-#   usage: scripts/gpu-profile.sh [insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 ...]
+# a little slower than the bench's).  The decode_* forms profile the first
+# launch of the decode-size kernel (64 rows) with the caches left as they are
+# (--cache-control none: a graph replay finds its few inputs in L2).
+#   sass-all.txt.gz every kernel's SASS (cuobjdump), for instruction counts.
+#   usage: scripts/gpu-profile.sh [insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 ...
+#                                  decode_insert_REC decode_indexer_REC decode_combine]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
@@ -31,23 +35,29 @@ fast=(--min-runs 1 --min-seconds 0)
 ops=${*:-insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 indexer_mxfp4}
 fail=0
 for op in $ops; do
+  cache=()
+  case $op in decode_*) cache=(--cache-control none) ;; esac
   case $op in
     insert_*) args=(--op insert --record "${op#insert_}" --sizes large) kernel=${op}_kernel ;;
     indexer_*) args=(--op indexer --record "${op#indexer_}" --sizes prefill) kernel="${op}(_fused)?_kernel" ;;
+    decode_insert_* | decode_indexer_*)
+      o=${op#decode_} && args=(--op "${o%%_*}" --record "${o#*_}" --sizes decode) kernel=${o}_decode_kernel ;;
+    decode_combine) args=(--op combine --sizes decode) kernel=combine_kernel ;;
     *) echo "gpu-profile: unknown op '$op'" >&2; exit 2 ;;
   esac
   echo "== $op: durations"
-  "${ncu[@]}" -c 1 -k "regex:mark_|$kernel\$" --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread \
+  "${ncu[@]}" "${cache[@]}" -c 1 -k "regex:mark_|$kernel\$" --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size,launch__registers_per_thread \
     --csv --page raw "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/durations-$op.csv" 2>"$dest/ncu-$op.err" || fail=1
   python3 scripts/ncu_summary.py durations "$dest/durations-$op.csv" | tee "$dest/summary-$op.txt"
   echo "== $op: warp states"
-  "${ncu[@]}" -c 1 -k "regex:$kernel\$" --section SpeedOfLight --section Occupancy --section LaunchStats \
+  "${ncu[@]}" "${cache[@]}" -c 1 -k "regex:$kernel\$" --section SpeedOfLight --section Occupancy --section LaunchStats \
     --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis_Tables \
     "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/stalls-$op.txt" 2>>"$dest/ncu-$op.err" || fail=1
   grep -E 'Duration|Grid Size|Registers|Achieved Occupancy|Memory Throughput|DRAM Throughput|Compute \(SM\)|Warp Cycles Per Issued|Issued Warp|No Eligible|Stall|stall' \
     "$dest/stalls-$op.txt" | head -n 60
-  "${ncu[@]}" -c 1 -k "regex:$kernel\$" --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+  "${ncu[@]}" "${cache[@]}" -c 1 -k "regex:$kernel\$" --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
     "$B/dsv4kv" bench --device cuda "${args[@]}" "${fast[@]}" >"$dest/sass-$op.csv" 2>>"$dest/ncu-$op.err" || fail=1
   python3 scripts/ncu_summary.py stalls "$dest/sass-$op.csv" | tee -a "$dest/summary-$op.txt"
 done
+cuobjdump -sass "$B/libdsv4kv.so" 2>"$dest/cuobjdump.err" | gzip >"$dest/sass-all.txt.gz" || fail=1
 exit $fail
