@@ -120,8 +120,12 @@ static __device__ __forceinline__ combine_lens combine_lens_of(const combine_par
   return z;
 }
 
-/* Threads r < R of the grid count request r's tokens outside [0, T) in bulk. */
+/* Threads r < R of the grid count request r's tokens outside [0, T) in bulk
+ * (nothing to do without a report).  Called after the rows: before them, its
+ * loads and the store it may make held the first block's own request loads
+ * back by a round trip. */
 static __device__ __forceinline__ void combine_note_outside(const combine_params *p, int64_t base) {
+  if (!p->note.rep) return;
   for (int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; r < p->R; r += (int64_t)gridDim.x * blockDim.x) {
     const int64_t qs = dix_i32(p->qsl, r) - base, qe = dix_i32(p->qsl, r + 1) - base;
     const int64_t t_lo = qs > 0 ? qs : 0, t_hi = qe < p->T ? qe : p->T;
@@ -189,14 +193,13 @@ static __device__ __forceinline__ void combine_row(const combine_params *p, int6
  * block (WARP 0) or of a warp (WARP 1): the requests whose query range holds
  * t, in request order (overlapping ranges, malformed input, give the CPU's
  * sequential result: later requests overwrite earlier ones; every warp finds
- * the same requests).  Threads r < R of the grid also count request r's
+ * the same requests).  Threads r < R of the grid then count request r's
  * tokens outside [0, T) in bulk.  NF: 16-byte loads a thread in flight. */
 static __device__ __forceinline__ void combine_tokens(const combine_params &p, int64_t t0, int64_t step, uint32_t tid,
                                                       uint32_t bd, const int NF, const int WARP) {
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const int64_t base = dix_i32(p.qsl, 0);
-  combine_note_outside(&p, base);
   for (int64_t t = t0; t < p.T; t += step) {
     for (int64_t r0 = 0; r0 < p.R; r0 += 32) {
       const int64_t rr = r0 + lane;
@@ -219,6 +222,7 @@ static __device__ __forceinline__ void combine_tokens(const combine_params &p, i
       }
     }
   }
+  combine_note_outside(&p, base);
 }
 
 /* A block a token (threads over the row): 4 16-byte loads a thread in flight
