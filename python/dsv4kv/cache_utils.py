@@ -46,6 +46,8 @@ def _main_desc(k_cache, block_size, use_fnuz, bytes_per_token):
         raise _lib.DSV4KVTypeError("k_cache is %s; pass a uint8 tensor" % type(k_cache).__name__, 2)
     shape = tuple(k_cache.shape)
     width = shape[-1] if len(shape) == 3 else bytes_per_token
+    if width is None and block_size <= 0:  # no page width to read a record off: name the real culprit
+        raise _lib.DSV4KVValueError("block_size = %d; must be > 0" % block_size, 6)
     if width is None:
         raise _lib.DSV4KVValueError(
             "k_cache is 2-D %s and %d-token pages of no record fill it exactly: pass "

@@ -134,6 +134,12 @@ def test_read_only_inputs_none_and_failed_calls():
     with pytest.raises(ValueError, match="bytes_per_token"):
         dsv4kv.dequantize_and_gather_k_cache(np.zeros((1, 4, 512), ml_dtypes.bfloat16), np.zeros((2, 64 * 584), np.uint8),
                                              np.ones(1, np.int32), None, np.zeros((1, 1), np.int32), 32, 0)
+    # a non-positive block size is named as such, not as a missing bytes_per_token
+    for bs in (0, -64):
+        with pytest.raises(ValueError, match="block_size = %d; must be > 0" % bs):
+            dsv4kv.dequantize_and_gather_k_cache(np.zeros((1, 4, 512), ml_dtypes.bfloat16),
+                                                 np.zeros((2, 64 * 584), np.uint8), np.ones(1, np.int32), None,
+                                                 np.zeros((1, 1), np.int32), bs, 0)
 
 
 def test_gather_refuses_out_over_its_lengths():
