@@ -118,7 +118,10 @@ def api(fn):
 
 def _int(x, name, bits):
     """A Python integer for an int32 / int64 parameter, range-checked (ctypes
-    would wrap it silently); ints and numpy integers, not floats or strings."""
+    would wrap it silently); ints and numpy integers, not floats, strings or
+    booleans (True is an int to Python; as a size it is a mistake)."""
+    if isinstance(x, bool) or getattr(getattr(x, "dtype", None), "kind", None) == "b":
+        raise _lib.DSV4KVTypeError("%s = %s is a boolean, not an integer" % (name, x), 2)
     try:
         v = operator.index(x)
     except TypeError:

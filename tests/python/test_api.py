@@ -112,6 +112,10 @@ def test_integers_are_range_checked_not_wrapped():
                                         np.ones(1, np.int32), "128", 4, 8, 64, 8)
     with pytest.raises(ValueError, match="num_threads"):
         dsv4kv.configure(num_threads=-1)
+    for b in (True, np.bool_(True)):  # a boolean is an int to Python; as a size it is a mistake
+        with pytest.raises(TypeError, match="block_size = True is a boolean"):
+            dsv4kv.quantize_and_insert_k_cache(keys(1), np.zeros((4, 64 * 584), np.uint8), np.zeros(1, np.int64),
+                                               block_size=b)
 
 
 def test_read_only_inputs_none_and_failed_calls():
