@@ -138,7 +138,7 @@ static void usage(FILE *f) {
           "  --record REC   v4, mxfp8, nvfp4 (inserts, gathers), fp8, mxfp4 (indexer), or all (the default)\n"
           "  --sizes S      decode (64-256 tokens; gathers 64 requests x 256), prefill (4096-16384),\n"
           "                 large (65536+ tokens; gathers 8 x 8192, 64 x 16384), all (default)\n"
-          "  --threads N    CPU threads per call and for the memcpy (default, and 0: the processors)\n"
+          "  --threads N    CPU threads per call and for the memcpy, 0..1024 (default, and 0: the processors)\n"
           "  --min-runs N   timed runs at least (1..200; default 5, cuda 20); --min-seconds S (0..60, 0.2)\n"
           "                 keeps timing until S seconds are spent, up to 200 runs\n"
           "  --device D     cpu (default) or cuda (device 0)\n"
@@ -154,6 +154,7 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
   copy_arg cp;
   if (copy_open(&cp, o->threads)) cp.src = NULL; /* no ceiling: the % columns read 0 */
   double ceiling = copy_gbps(&cp, o, 5);
+  if (cli_cpu_path_ignored()) fprintf(stderr, "dsv4kv bench: %s\n", cli_cpu_path_ignored());
   printf("dsv4kv bench: cpu, %d thread%s, libdsv4kv %s, cpu path %s; memcpy 256 MiB: %.1f GB/s (read + write)\n",
          o->threads, o->threads == 1 ? "" : "s", dsv4kv_version(), dsv4kv_cpu_path_current(), ceiling);
   printf("(%% copy: against the memcpy measured again just before each configuration, its GB/s in \"copy\":\n"

@@ -11,6 +11,11 @@ int cmd_bench(int argc, char **argv);  /* tools/bench.c  */
  * subcommand cmd as one line on stderr naming the option (tools/main.c). */
 void cli_option_error(const char *cmd, int ch, char *const *argv);
 
+/* When DSV4KV_CPU_PATH is set but names no path this build and processor
+ * run (so the library ignored it), why, as one sentence; else NULL
+ * (tools/main.c). */
+const char *cli_cpu_path_ignored(void);
+
 /* The commit the build was made from, or NULL (tools/main.c). */
 const char *cli_git_commit(void);
 

@@ -1,6 +1,7 @@
 /* dsv4kv: the command-line front end.  Dispatches to one subcommand. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -46,6 +47,16 @@ void cli_option_error(const char *cmd, int ch, char *const *argv) {
     fprintf(stderr, "dsv4kv %s: unknown option '%s' (see 'dsv4kv %s --help')\n", cmd, argv[optind - 1], cmd);
 }
 
+const char *cli_cpu_path_ignored(void) {
+  static char why[160];
+  const char *env = getenv("DSV4KV_CPU_PATH");
+  if (!env || !*env) return NULL;
+  for (int i = 0; i < dsv4kv_cpu_path_count(); i++)
+    if (!strcmp(env, dsv4kv_cpu_path_name(i))) return NULL;
+  snprintf(why, sizeof why, "DSV4KV_CPU_PATH=%.40s ignored: not a path this build and processor run", env);
+  return why;
+}
+
 const char *cli_git_commit(void) {
 #ifdef DSV4KV_GIT_COMMIT
   return DSV4KV_GIT_COMMIT;
@@ -78,6 +89,7 @@ static int print_version(int argc, char **argv) {
   printf("\ncpu paths:");
   for (int i = 0; i < dsv4kv_cpu_path_count(); i++) printf(" %s", dsv4kv_cpu_path_name(i));
   printf(" (in use: %s)", dsv4kv_cpu_path_current());
+  if (cli_cpu_path_ignored()) printf("; %s", cli_cpu_path_ignored());
   if (dsv4kv_backend_available(kDLCUDA))
     printf("\nbackends: cpu, cuda\n");
   else

@@ -41,7 +41,7 @@ static void usage_options(FILE *f) {
           "                          call's other tensors copied there and back around it, op\n"
           "                          times from CUDA events (needs the CUDA backend and a GPU)\n"
           "  --seed N                seed of the synthetic workload, keys and top-k (default %d)\n"
-          "  --threads N             CPU threads per library call; 0 (default): the library's\n"
+          "  --threads N             CPU threads per library call, 0..1024; 0 (default): the library's\n"
           "                          choice (its pool, which never spins, for large calls, the\n"
           "                          calling thread for small ones), whatever OMP_WAIT_POLICY\n"
           "                          says\n"
@@ -207,7 +207,7 @@ static int number_option(int c, const char *arg, sim_config *cfg) {
       cfg->seed = (uint64_t)v;
       return 0;
     default: /* OPT_THREADS */
-      if (parse_num("--threads", arg, 0, 4096, &v))
+      if (parse_num("--threads", arg, 0, 1024, &v))
         return -1;
       cfg->threads = (int)v;
       return 0;
@@ -322,5 +322,6 @@ int cmd_run(int argc, char **argv) {
   }
   if (!cfg.indexer_set)
     cfg.indexer_format = sim_default_indexer(cfg.format);
+  if (cli_cpu_path_ignored()) fprintf(stderr, "dsv4kv run: %s\n", cli_cpu_path_ignored());
   return sim_run(&cfg);
 }

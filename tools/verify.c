@@ -228,8 +228,7 @@ int cmd_verify(int argc, char **argv) {
       usage(stdout);
       return EXIT_ALL_PASSED;
     default: /* ':' or '?' */
-      cli_option_error("verify", ch, argv);
-      usage(stderr);
+      cli_option_error("verify", ch, argv); /* one line, which names --help, as the other commands */
       return EXIT_USAGE;
     }
   }

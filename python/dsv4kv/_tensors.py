@@ -106,12 +106,20 @@ class Tensor:
 
 
 def api(fn):
-    """A public op: a call that raises leaves no report behind (last_report)."""
+    """A public op: a call that raises leaves no report behind (last_report),
+    and its errors start with the op's name, as the library's own do (the
+    binding's checks of its arguments raise without it)."""
+    prefix = fn.__name__ + ": "
 
     @functools.wraps(fn)
     def entry(*args, **kwargs):
         _lib._state.last = None
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except _lib.DSV4KVError as e:
+            if str(e).startswith(prefix):
+                raise
+            raise type(e)(prefix + str(e), e.status) from None
 
     return entry
 

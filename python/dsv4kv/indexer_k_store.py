@@ -16,7 +16,7 @@ def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, 
     """Stores one indexer key per group of compress_ratio tokens (SPEC §6).
 
     k_pre            bf16 [T_k, 128], T_k >= T; only rows with (positions + 1) % compress_ratio == 0 write
-    positions        int64 [T]; compress_ratio >= 1
+    positions        int64 [>= T] (rows past T are not read); compress_ratio >= 1
     cos_sin_cache    fp32 or bf16 [rows, 64] (cos 0..31, sin 32..63), RoPE row pos // ratio * ratio
     rms_norm_weight  fp32 or bf16 [128]
     rms_norm_eps     float >= 0

@@ -80,9 +80,9 @@ void sec7_insert_argument_errors(void **state) {
       case 2: what = "cache desc NULL"; f.pd = NULL; want = DSV4KV_ERR_NULL; name = "cache"; break;
       case 3: what = "slot_mapping NULL"; f.ps = NULL; want = DSV4KV_ERR_NULL; name = "slot_mapping"; break;
       case 4: what = "k dtype f32"; f.k.v.t.dtype = dt_f32(); want = DSV4KV_ERR_DTYPE; name = "k"; break;
-      case 5: what = "k dtype f16"; f.k.v.t.dtype = dt_f16(); want = DSV4KV_ERR_DTYPE; name = "k"; break;
-      case 6: what = "k lanes 2"; f.k.v.t.dtype.lanes = 2; want = DSV4KV_ERR_DTYPE; name = "k"; break;
-      case 7: what = "k_cache dtype i8"; f.c.v.t.dtype = dt_i8(); want = DSV4KV_ERR_DTYPE; name = "k_cache"; break;
+      case 5: what = "k dtype f16"; f.k.v.t.dtype = dt_f16(); want = DSV4KV_ERR_DTYPE; name = "k has dtype float16"; break;
+      case 6: what = "k lanes 2"; f.k.v.t.dtype.lanes = 2; want = DSV4KV_ERR_DTYPE; name = "k has dtype bfloat16x2"; break;
+      case 7: what = "k_cache dtype i8"; f.c.v.t.dtype = dt_i8(); want = DSV4KV_ERR_DTYPE; name = "k_cache has dtype int8"; break;
       case 8: what = "slot_mapping dtype i32"; f.slots.v.t.dtype = dt_i32(); want = DSV4KV_ERR_DTYPE; name = "slot_mapping"; break;
       case 9: what = "k rank 1"; f.k.v.t.ndim = 1; f.k.v.shape[0] = 4096; f.k.v.strides[0] = 1; want = DSV4KV_ERR_RANK; name = "k"; break;
       case 10: what = "k rank 3"; f.k.v.t.ndim = 3; f.k.v.shape[0] = 1; f.k.v.shape[1] = 8; f.k.v.shape[2] = 512;

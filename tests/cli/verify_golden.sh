@@ -41,9 +41,14 @@ echo "verify_golden: golden set $golden"
 # chosen with DSV4KV_CPU_PATH and confirmed in use before its run.
 paths=$("$dsv4kv" version | sed -n 's/^cpu paths: \(.*\) (in use: .*$/\1/p')
 [ -n "$paths" ] || { echo "verify_golden: dsv4kv version lists no cpu paths"; exit 1; }
+# a name no path has is ignored, and version says so
+if ! DSV4KV_CPU_PATH=no-such-path "$dsv4kv" version | grep -q "DSV4KV_CPU_PATH=no-such-path ignored"; then
+  echo "verify_golden: dsv4kv version did not say DSV4KV_CPU_PATH=no-such-path was ignored"
+  exit 1
+fi
 rc=0
 for p in $paths; do
-  if ! DSV4KV_CPU_PATH=$p "$dsv4kv" version | grep -q "(in use: $p)"; then
+  if ! DSV4KV_CPU_PATH=$p "$dsv4kv" version | grep "(in use: $p)" | grep -vq "ignored"; then
     echo "verify_golden: DSV4KV_CPU_PATH=$p did not select path $p"
     exit 1
   fi

@@ -112,6 +112,12 @@ def test_integers_are_range_checked_not_wrapped():
                                         np.ones(1, np.int32), "128", 4, 8, 64, 8)
     with pytest.raises(ValueError, match="num_threads"):
         dsv4kv.configure(num_threads=-1)
+    # the binding's own checks name the op as the library's errors do; other dtypes by their names
+    with pytest.raises(ValueError, match="^quantize_and_insert_k_cache: k_cache: record width 500 is none"):
+        dsv4kv.quantize_and_insert_k_cache(keys(1), np.zeros((16, 64, 500), np.uint8), np.zeros(1, np.int64))
+    with pytest.raises(TypeError, match="^quantize_and_insert_k_cache: k has dtype float16; expected bfloat16"):
+        dsv4kv.quantize_and_insert_k_cache(np.zeros((1, 512), np.float16), np.zeros((16, 64, 584), np.uint8),
+                                           np.zeros(1, np.int64))
     for b in (True, np.bool_(True)):  # a boolean is an int to Python; as a size it is a mistake
         with pytest.raises(TypeError, match="block_size = True is a boolean"):
             dsv4kv.quantize_and_insert_k_cache(keys(1), np.zeros((4, 64 * 584), np.uint8), np.zeros(1, np.int64),
