@@ -10,9 +10,9 @@ static int32_t r32(rng_t *r, int64_t lo, int64_t hi) { return (int32_t)ops_rr(r,
 /* ------------------------------------------------------------------ §5.1 */
 /* G_ROWS4: the top-k width a multiple of 4 (the CUDA 4-entry kernel takes
  * such rows when they are unpadded). */
-/* G_WIDE: block tables of 7 to 150 columns (the CPU's AVX-512 rows hold up
- * to 32 or 64 columns in registers and gather past that; the others have 1
- * to 6).  G_SPREAD: a row's pages spread over 65535, 65536 or 2^20 from a
+/* G_WIDE: block tables of 7 to 150 columns (the CPU's AVX-512 rows hold the
+ * first 32, 64 or 128 columns in registers and gather past that; the others
+ * have 1 to 6).  G_SPREAD: a row's pages spread over 65535, 65536 or 2^20 from a
  * least page, negative in half the rows (the AVX2 rows hold pages within 65536 of
  * the least as 16-bit offsets, others as 32-bit entries). */
 enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64, G_WIDE = 128, G_SPREAD = 256 };
