@@ -88,6 +88,13 @@ static inline AVX512 INLINE __m512i lookup16(__m512i pos, __mmask16 m, const row
   return _mm512_mask_mov_epi32(_mm512_set1_epi32(-1), in, g);
 }
 
+/* The loops' own copy of a table (rt then points at it): stores to their
+ * int32 rows might alias *rt, and a copy whose address stays in the loop
+ * does not, so the compiler keeps its registers in registers. */
+#define TABLE_LOCAL(rt)  \
+  row_table rt##_copy; \
+  if (rt) rt##_copy = *(rt), (rt) = &rt##_copy
+
 /* f(..., regs) with regs the constant that n (a table's regs) equals. */
 #define BY_REGS(n, f, ...) \
   ((n) == 8 ? f(__VA_ARGS__, 8) : (n) == 4 ? f(__VA_ARGS__, 4) : (n) == 2 ? f(__VA_ARGS__, 2) : f(__VA_ARGS__, 0))
@@ -96,6 +103,7 @@ static inline AVX512 INLINE __m512i lookup16(__m512i pos, __mmask16 m, const row
  * row (the scalar row rewrites the row from its input), else its count. */
 static inline AVX512 INLINE int64_t topk_lookups(const int32_t *x, int64_t K, int req_ok, int valid, const row_table *rt,
                                                  int shift, int32_t *out, const int regs) {
+  TABLE_LOCAL(rt);
   int64_t count = 0;
   for (int64_t j = 0; j < K; j += 16) {
     const __mmask16 m = tail(j, K);
@@ -176,6 +184,7 @@ static inline AVX512 INLINE int lookup_store(__m512i v, __mmask16 m, __mmask16 s
 static inline AVX512 INLINE int entries_lookups(const int32_t *src, int64_t have, int64_t n, const row_table *rt,
                                                 int shift, int32_t span, int note, int64_t *count, int32_t *out,
                                                 const int regs) {
+  TABLE_LOCAL(rt);
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = tail(j, n), h = j < have ? tail(j, have) & m : 0;
     const __m512i v = _mm512_mask_loadu_epi32(_mm512_set1_epi32(-1), h, src + j);
@@ -189,6 +198,7 @@ static inline AVX512 INLINE int entries_lookups(const int32_t *src, int64_t have
  * into out[0 .. n); 0 when the scalar row must take over. */
 static inline AVX512 INLINE int window_lookups(int64_t first, int64_t len, int64_t n, const row_table *rt, int shift,
                                                int32_t span, int64_t *count, int32_t *out, const int regs) {
+  TABLE_LOCAL(rt);
   const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = tail(j, n), h = j < len ? tail(j, len) & m : 0;
