@@ -357,37 +357,41 @@ static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, in
 
 /* The whole vectors x[0 .. whole) of a prefill row's top-k entries through
  * the compressed table row t, remapped into out (topk_whole's lookups; the
- * caller checked every column against the table). */
-static inline AVX2 INLINE void fi_topk_whole(const table_row *t, int kind, int wide, const int32_t *x, int64_t whole,
-                                            int shift, int32_t span, int32_t *out) {
+ * caller checked every column against the table).  far: t holds columns 64
+ * .. instead, and its lookups replace only the entries in those columns, over
+ * what the first pass left there (its lookups read a wrong register entry for
+ * them).  That second pass takes every vector, whether it reaches those
+ * columns or not: a branch on that (true for about half the vectors of a
+ * top-k 1024 row of 69 columns) mispredicted often enough to make the pass
+ * cost more than the first (the bench's top-k 1024 rows on 1 thread of a Zen
+ * 4 forced to avx2: 3.4 ms gathered, 4.9 with the branch, 2.8 without). */
+static inline AVX2 INLINE void fi_topk_pass(const table_row *t, int kind, int wide, int far, const int32_t *x,
+                                           int64_t whole, int shift, int32_t span, int32_t *out) {
   const __m256i offmask = _mm256_set1_epi32((1 << shift) - 1), neg1 = _mm256_set1_epi32(-1);
+  const __m256i first = _mm256_set1_epi32(far ? (int32_t)(64u << shift) : 0); /* (far: shift <= 24) */
   const table_row tl = *t; /* a copy the stores to out cannot alias: the table stays in registers */
   for (int64_t j = 0; j < whole; j += 8) {
     const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
-    _mm256_storeu_si256((__m256i *)(out + j), remap8(blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v),
-                                                     shift, span));
+    __m256i *o = (__m256i *)(out + j);
+    if (far) {
+      const __m256i in = _mm256_cmpgt_epi32(v, _mm256_sub_epi32(first, _mm256_set1_epi32(1)));
+      const __m256i g = remap8(table_slot(&tl, kind, wide, _mm256_sub_epi32(v, first), offmask), shift, span);
+      _mm256_storeu_si256(o, _mm256_blendv_epi8(_mm256_loadu_si256(o), g, in));
+    } else {
+      _mm256_storeu_si256(o, remap8(blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v), shift, span));
+    }
   }
 }
 
-/* The whole vectors' entries in columns 64 .. of the row, through t (those
- * columns' table), over what fi_topk_whole left there (its lookups read a
- * wrong register entry for them).  Every vector, whether it reaches those
- * columns or not: a branch on that (true for about half the vectors of a
- * top-k 1024 row of 69 columns) mispredicted often enough to make this pass
- * cost more than the first (the bench's top-k 1024 rows on 1 thread of a Zen
- * 4 forced to avx2: 3.4 ms gathered, 4.9 with the branch, 2.8 without). */
-static inline AVX2 INLINE void fi_topk_far(const table_row *t, int kind, int wide, const int32_t *x, int64_t whole,
-                                          int shift, int32_t span, int32_t *out) {
-  const __m256i offmask = _mm256_set1_epi32((1 << shift) - 1);
-  const __m256i first = _mm256_set1_epi32((int32_t)(64u << shift)); /* column 64's first position (shift <= 24) */
-  const table_row tl = *t;
-  for (int64_t j = 0; j < whole; j += 8) {
-    const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
-    const __m256i far = _mm256_cmpgt_epi32(v, _mm256_sub_epi32(first, _mm256_set1_epi32(1)));
-    const __m256i g = remap8(table_slot(&tl, kind, wide, _mm256_sub_epi32(v, first), offmask), shift, span);
-    __m256i *o = (__m256i *)(out + j);
-    _mm256_storeu_si256(o, _mm256_blendv_epi8(_mm256_loadu_si256(o), g, far));
-  }
+/* fi_topk_pass with t's kind and width as constants. */
+static inline AVX2 INLINE void fi_topk_pass_of(const table_row *t, int far, const int32_t *x, int64_t whole,
+                                              int shift, int32_t span, int32_t *out) {
+  if (t->kind == TABLE_P32)
+    t->wide ? fi_topk_pass(t, TABLE_P32, 1, far, x, whole, shift, span, out)
+            : fi_topk_pass(t, TABLE_P32, 0, far, x, whole, shift, span, out);
+  else
+    t->wide ? fi_topk_pass(t, TABLE_P16, 1, far, x, whole, shift, span, out)
+            : fi_topk_pass(t, TABLE_P16, 0, far, x, whole, shift, span, out);
 }
 
 /* The whole vectors of a prefill row's top-k entries (x, whole of them) from
@@ -419,20 +423,8 @@ static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const in
     table_row_load(&f, row + 64 * s1, s1, used - 64, shift);
     if (f.kind == TABLE_NONE) return 0;
   }
-  if (t.kind == TABLE_P32)
-    t.wide ? fi_topk_whole(&t, TABLE_P32, 1, x, whole, shift, span, out)
-           : fi_topk_whole(&t, TABLE_P32, 0, x, whole, shift, span, out);
-  else
-    t.wide ? fi_topk_whole(&t, TABLE_P16, 1, x, whole, shift, span, out)
-           : fi_topk_whole(&t, TABLE_P16, 0, x, whole, shift, span, out);
-  if (used > 64) {
-    if (f.kind == TABLE_P32)
-      f.wide ? fi_topk_far(&f, TABLE_P32, 1, x, whole, shift, span, out)
-             : fi_topk_far(&f, TABLE_P32, 0, x, whole, shift, span, out);
-    else
-      f.wide ? fi_topk_far(&f, TABLE_P16, 1, x, whole, shift, span, out)
-             : fi_topk_far(&f, TABLE_P16, 0, x, whole, shift, span, out);
-  }
+  fi_topk_pass_of(&t, 0, x, whole, shift, span, out);
+  if (used > 64) fi_topk_pass_of(&f, 1, x, whole, shift, span, out);
   return whole;
 }
 
