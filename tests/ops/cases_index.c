@@ -15,7 +15,12 @@ static int32_t r32(rng_t *r, int64_t lo, int64_t hi) { return (int32_t)ops_rr(r,
  * have 1 to 6).  G_SPREAD: a row's pages spread over 65535, 65536 or 2^20 from a
  * least page, negative in half the rows (the AVX2 rows hold pages within 65536 of
  * the least as 16-bit offsets, others as 32-bit entries). */
-enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64, G_WIDE = 128, G_SPREAD = 256 };
+/* G_ENGINE: an engine's block table, 300 to 2000 columns (it spans the
+ * longest sequence served), whose rows' entries use the first 1 to 140
+ * columns but for one in 16 anywhere in the row (the AVX-512 rows' registers
+ * hold 128 columns, the others gathered). */
+enum { G_SKIP = 1, G_BIG = 2, G_PAD = 4, G_U8 = 8, G_WRAP = 16, G_LEAD = 32, G_ROWS4 = 64, G_WIDE = 128, G_SPREAD = 256,
+       G_ENGINE = 512 };
 
 static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   int v = cs->p[0];
@@ -24,6 +29,8 @@ static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
   int64_t T = (v & G_BIG) ? 600 : ops_rr(r, 1, 40), K = (v & G_BIG) ? 64 : ops_rr(r, 1, 70);
   if (v & G_ROWS4) K = 4 * ops_rr(r, 1, (v & G_BIG) ? 300 : 40);
   int64_t R = ops_rr(r, 1, 4), P = (v & G_WIDE) ? ops_rr(r, 7, 150) : ops_rr(r, 1, 6), pad = (v & G_PAD) ? 3 : 0;
+  if (v & G_ENGINE) P = ops_rr(r, 300, 2000);
+  const int64_t used = (v & G_ENGINE) ? ops_rr(r, 1, 140) : P; /* the columns most entries use */
   if (v & G_SPREAD) { /* every span in each instance, block sizes the SIMD rows take (powers of 2) */
     static const int32_t pow2[] = {1, 16, 64, 128};
     R = ops_rr(r, 3, 6), P = cs->p[1] ? cs->p[1] : P, bs = pow2[rng_below(r, 4)], T = ops_rr(r, 16, 40);
@@ -57,7 +64,8 @@ static void gen_global_topk(ops_inst *in, rng_t *r, const ops_case *cs) {
     *(uint8_t *)ops_at(valid, valid->host, t, 0, 0) = rng_below(r, 4) ? (uint8_t)((v & G_U8) ? r32(r, 1, 255) : 1) : 0;
     for (int64_t j = 0; j < K; j++) {
       uint32_t u = rng_below(r, 10);
-      int32_t x = u == 0 ? -1 : u == 1 ? -r32(r, 2, 100000) : u == 2 ? INT32_MIN : r32(r, 0, P * bs - 1);
+      const int64_t reach = used < P && rng_below(r, 16) ? used : P;
+      int32_t x = u == 0 ? -1 : u == 1 ? -r32(r, 2, 100000) : u == 2 ? INT32_MIN : r32(r, 0, (int32_t)(reach * bs - 1));
       if ((v & G_SKIP) && u == 3) x = r32(r, P * bs, P * bs + 3 * bs); /* page past the row */
       OPS_I32(topk, t, j) = x;
     }
@@ -350,7 +358,8 @@ void ops_register_index(ops_list *l) {
       {G_ROWS4, "rows4"}, {G_ROWS4 | G_SKIP | G_LEAD, "rows4_skips"}, {G_ROWS4 | G_WRAP | G_U8, "rows4_int32_wrap"},
       {G_ROWS4 | G_BIG | G_SKIP, "rows4_big_skips"}, {G_WIDE, "wide_table"}, {G_WIDE | G_SKIP | G_PAD, "wide_table_skips"},
       {G_WIDE | G_ROWS4 | G_SKIP, "wide_table_rows4_skips"}, {G_WIDE | G_SPREAD, "wide_table_spread"},
-      {G_WIDE | G_SPREAD | G_SKIP | G_PAD, "wide_table_spread_skips_padded"}, {G_SPREAD | G_SKIP, "spread_skips"}};
+      {G_WIDE | G_SPREAD | G_SKIP | G_PAD, "wide_table_spread_skips_padded"}, {G_SPREAD | G_SKIP, "spread_skips"},
+      {G_ENGINE, "engine_table"}, {G_ENGINE | G_SKIP | G_ROWS4, "engine_table_rows4_skips"}};
   for (size_t i = 0; i < sizeof gt / sizeof gt[0]; i++)
     ops_add(l, OPCALL_GLOBAL_TOPK, gen_global_topk, ref_global_topk_case, gt[i].v, 0, 0, 0, "global_topk_%s", gt[i].n);
   /* table widths at the AVX2 rows' register boundaries (8 columns a register) */
