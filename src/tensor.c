@@ -40,14 +40,12 @@ static int dtype_is(DLDataType t, dt_kind dt) {
   return 0;
 }
 
-/* "float32", "int64", ...; other dtypes by DLPack's code names ("float16",
- * "int8x4"), or "(code C, B bits, L lanes)" past them. */
+/* "float32", "int64", ...; other dtypes by DLPack's code names (codes 0-6:
+ * "float16", "int8x4"), or "(code C, B bits, L lanes)" past them. */
 static const char *dl_dtype_name(DLDataType t, char *buf, size_t n) {
   static const dt_kind all[] = {DT_BF16, DT_F32, DT_I32, DT_I64, DT_U8, DT_BOOL};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (dtype_is(t, all[i]) && !(all[i] == DT_BOOL && t.code == kDLUInt)) return dt_name(all[i]);
-  /* others by DLPack's names (codes 0-6: int, uint, float, opaque handle,
-   * bfloat, complex, bool), e.g. float16 or int8x4; a later code raw */
   static const char *const codes[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
   if (t.code >= sizeof codes / sizeof codes[0])
     snprintf(buf, n, "(code %u, %u bits, %u lanes)", t.code, t.bits, t.lanes);

@@ -154,7 +154,8 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
   copy_arg cp;
   if (copy_open(&cp, o->threads)) cp.src = NULL; /* no ceiling: the % columns read 0 */
   double ceiling = copy_gbps(&cp, o, 5);
-  if (cli_cpu_path_ignored()) fprintf(stderr, "dsv4kv bench: %s\n", cli_cpu_path_ignored());
+  const char *ignored = cli_cpu_path_ignored();
+  if (ignored) fprintf(stderr, "dsv4kv bench: %s\n", ignored);
   printf("dsv4kv bench: cpu, %d thread%s, libdsv4kv %s, cpu path %s; memcpy 256 MiB: %.1f GB/s (read + write)\n",
          o->threads, o->threads == 1 ? "" : "s", dsv4kv_version(), dsv4kv_cpu_path_current(), ceiling);
   printf("(%% copy: against the memcpy measured again just before each configuration, its GB/s in \"copy\":\n"

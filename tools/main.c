@@ -89,7 +89,8 @@ static int print_version(int argc, char **argv) {
   printf("\ncpu paths:");
   for (int i = 0; i < dsv4kv_cpu_path_count(); i++) printf(" %s", dsv4kv_cpu_path_name(i));
   printf(" (in use: %s)", dsv4kv_cpu_path_current());
-  if (cli_cpu_path_ignored()) printf("; %s", cli_cpu_path_ignored());
+  const char *ignored = cli_cpu_path_ignored();
+  if (ignored) printf("; %s", ignored);
   if (dsv4kv_backend_available(kDLCUDA))
     printf("\nbackends: cpu, cuda\n");
   else

@@ -322,6 +322,7 @@ int cmd_run(int argc, char **argv) {
   }
   if (!cfg.indexer_set)
     cfg.indexer_format = sim_default_indexer(cfg.format);
-  if (cli_cpu_path_ignored()) fprintf(stderr, "dsv4kv run: %s\n", cli_cpu_path_ignored());
+  const char *ignored = cli_cpu_path_ignored();
+  if (ignored) fprintf(stderr, "dsv4kv run: %s\n", ignored);
   return sim_run(&cfg);
 }

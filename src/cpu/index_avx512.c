@@ -5,9 +5,10 @@
  * the reference is the vector lanes' own (mullo / add wrap mod 2^32); a
  * block table row's first 128 columns are held in registers (row_table),
  * the columns past them read with masked gathers, so a lane whose lookup is
- * not taken reads nothing.  A row that would report a skip is left to the scalar row
- * (these functions return 0 and the scalar row rewrites every entry and
- * notes the skips): skips are rare and the scalar row is their one place.
+ * not taken reads nothing.  A row that would report a skip is left to the
+ * scalar row (these functions return 0 and the scalar row rewrites every
+ * entry and notes the skips): skips are rare and the scalar row is their one
+ * place.
  * Callers check the preconditions once a call (index_avx512_ok). */
 #include "cpu/cpu.h"
 
