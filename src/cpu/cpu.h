@@ -39,8 +39,10 @@ static inline int64_t pd_page(pagediv d, int64_t x) { return d.shift >= 0 ? x >>
 static inline int64_t pd_off(pagediv d, int64_t x) { return d.shift >= 0 ? x & (d.bs - 1) : x % d.bs; }
 
 /* Threads (src/cpu/pool.c, where the choice is explained): a job runs
- * fn(ctx, t, nt) for t = 0 .. nt-1, thread 0 being the caller; the pool never
- * spins.  cpu_run returns the team size it used (1 when nt <= 1 or another
+ * fn(ctx, t, nt) on the caller (t = 0) and on the workers t = 1 .. nt-1 that
+ * take it before the caller has finished; the pool never spins.  fn must take
+ * all its work from cpu_chunk_next, since a worker may run no part of a job.
+ * cpu_run returns the team size it asked for (1 when nt <= 1 or another
  * caller holds the pool); kernels must give the same bytes for every nt. */
 typedef void (*cpu_task_fn)(void *ctx, int t, int nt);
 int cpu_run(int nt, cpu_task_fn fn, void *ctx);

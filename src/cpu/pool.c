@@ -12,7 +12,11 @@
  * spins: idle workers sleep on a condition variable, the caller works as
  * thread 0 and then sleeps until the others are done.  Work is handed out
  * in chunks from an atomic counter (cpu_chunk_next), so a thread that
- * another process delays does less of the call instead of holding it up.
+ * another process delays does less of the call instead of holding it up;
+ * and a worker that has not taken the job by the time the caller has run
+ * out of chunks is let off it, so that its wake-up (tens of microseconds on
+ * these VMs, a scheduler tick beside a busy process) holds nothing up.
+ * Every task must therefore take its work only from cpu_chunk_next.
  * Calls too small to gain from a second thread run on the calling thread
  * (cpu_team), so decode-size calls pay no wake-up at all.
  *
@@ -104,8 +108,13 @@ int cpu_run(int nt, cpu_task_fn fn, void *ctx) {
   pthread_mutex_unlock(&pool_m);
   fn(ctx, 0, nt);
   pthread_mutex_lock(&pool_m);
-  while (pending > 0) pthread_cond_wait(&pool_done, &pool_m);
+  /* The caller found no chunk left: workers that have not taken the job
+   * would find none either, so they are let off it (job_nt = 0 keeps them
+   * asleep) and only the ones running it are waited for. */
+  for (int i = 0; i < nt - 1; i++)
+    if (workers[i].seen != generation) workers[i].seen = generation, pending--;
   job_nt = 0;
+  while (pending > 0) pthread_cond_wait(&pool_done, &pool_m);
   pthread_mutex_unlock(&pool_m);
   pthread_mutex_unlock(&pool_user);
   return nt;
