@@ -14,6 +14,8 @@
 #include "cpu/cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <pthread.h>
+
 #include "cpu/avx2.h" /* AVX2, INLINE */
 
 /* Lanes (all ones) of an 8-wide step at j of n entries. */
@@ -355,55 +357,95 @@ static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, in
   return 1;
 }
 
+/* Left-packing of the lanes of an 8-bit mask: byte k of leftpack[m] is the
+ * lane of m's k-th set bit (a permute index), set once. */
+static uint64_t leftpack[256];
+static pthread_once_t leftpack_once = PTHREAD_ONCE_INIT;
+static void leftpack_fill(void) {
+  for (unsigned m = 0; m < 256; m++) {
+    uint64_t w = 0;
+    for (unsigned l = 0, k = 0; l < 8; l++)
+      if (m >> l & 1) w |= (uint64_t)l << (8 * k++);
+    leftpack[m] = w;
+  }
+}
+
+/* out[fi[k]] = the slot of entry fv[k], k < n, remapped (their columns are
+ * inside the table row: fi_topk_table checked), by gathers 8 at a time. */
+static AVX2 void fi_far_fix(const int32_t *fv, const int32_t *fi, int n, const int32_t *row, int64_t s1,
+                            int64_t ncols, int shift, int32_t span, int32_t *out) {
+  int32_t res[8];
+  for (int k = 0; k < n; k += 8) {
+    const __m256i m = tail8(k, n);
+    __m256i fail;
+    const __m256i g = lookup8(_mm256_loadu_si256((const __m256i *)(fv + k)), m, row, s1, ncols, shift, &fail);
+    _mm256_storeu_si256((__m256i *)res, remap8(g, shift, span));
+    for (int l = 0; l < 8 && k + l < n; l++) out[fi[k + l]] = res[l];
+  }
+}
+
+enum { FAR_CHUNK = 256 }; /* entries a pass collects far lanes over before fixing them */
+
 /* The whole vectors x[0 .. whole) of a prefill row's top-k entries through
- * the compressed table row t, remapped into out (topk_whole's lookups; the
- * caller checked every column against the table).  far: t holds columns 64
- * .. instead, and its lookups replace only the entries in those columns, over
- * what the first pass left there (its lookups read a wrong register entry for
- * them).  That second pass takes every vector, whether it reaches those
- * columns or not: a branch on that (true for about half the vectors of a
- * top-k 1024 row of 69 columns) mispredicted often enough to make the pass
- * cost more than the first (the bench's top-k 1024 rows on 1 thread of a Zen
- * 4 forced to avx2: 3.4 ms gathered, 4.9 with the branch, 2.8 without). */
+ * the compressed table row t (its first 64 columns at most), remapped into
+ * out (topk_whole's lookups; the caller checked every column against the
+ * table).  far: entries of columns 64 and up (their lookups read a wrong
+ * register entry) are collected, left-packed with their indices, FAR_CHUNK
+ * entries at a time, and rewritten from the table row `row` by gathers.
+ * Collecting costs a few operations a vector and no branch; a second
+ * register table over every vector cost more than the first pass, and a
+ * branch on whether a vector reaches those columns (about half of a top-k
+ * 1024 row's do) mispredicted often enough to cost more still (the bench's
+ * top-k 1024 rows on 1 thread of a Zen 4 forced to avx2: 3.4 ms gathered,
+ * 4.9 with the branch, 2.8-2.9 with the second table). */
 static inline AVX2 INLINE void fi_topk_pass(const table_row *t, int kind, int wide, int far, const int32_t *x,
-                                           int64_t whole, int shift, int32_t span, int32_t *out) {
+                                           int64_t whole, int shift, int32_t span, const int32_t *row, int64_t s1,
+                                           int64_t ncols, int32_t *out) {
   const __m256i offmask = _mm256_set1_epi32((1 << shift) - 1), neg1 = _mm256_set1_epi32(-1);
-  const __m256i first = _mm256_set1_epi32(far ? (int32_t)(64u << shift) : 0); /* (far: shift <= 24) */
+  const __m256i edge = _mm256_set1_epi32(far ? (int32_t)(64u << shift) - 1 : 0); /* (far: shift <= 24) */
   const table_row tl = *t; /* a copy the stores to out cannot alias: the table stays in registers */
-  for (int64_t j = 0; j < whole; j += 8) {
-    const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
-    __m256i *o = (__m256i *)(out + j);
-    if (far) {
-      const __m256i in = _mm256_cmpgt_epi32(v, _mm256_sub_epi32(first, _mm256_set1_epi32(1)));
-      const __m256i g = remap8(table_slot(&tl, kind, wide, _mm256_sub_epi32(v, first), offmask), shift, span);
-      _mm256_storeu_si256(o, _mm256_blendv_epi8(_mm256_loadu_si256(o), g, in));
-    } else {
-      _mm256_storeu_si256(o, remap8(blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v), shift, span));
+  int32_t fv[FAR_CHUNK + 8], fi[FAR_CHUNK + 8];
+  for (int64_t j0 = 0; j0 < whole; j0 += FAR_CHUNK) {
+    const int64_t j1 = whole - j0 > FAR_CHUNK ? j0 + FAR_CHUNK : whole;
+    int n = 0;
+    for (int64_t j = j0; j < j1; j += 8) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
+      _mm256_storeu_si256((__m256i *)(out + j),
+                          remap8(blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v), shift, span));
+      if (far) {
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, edge)));
+        const __m256i lane = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)&leftpack[m]));
+        _mm256_storeu_si256((__m256i *)(fv + n), _mm256_permutevar8x32_epi32(v, lane));
+        _mm256_storeu_si256((__m256i *)(fi + n), _mm256_add_epi32(lane, _mm256_set1_epi32((int32_t)j)));
+        n += __builtin_popcount(m);
+      }
     }
+    if (far) fi_far_fix(fv, fi, n, row, s1, ncols, shift, span, out);
   }
 }
 
 /* fi_topk_pass with t's kind and width as constants. */
 static inline AVX2 INLINE void fi_topk_pass_of(const table_row *t, int far, const int32_t *x, int64_t whole,
-                                              int shift, int32_t span, int32_t *out) {
+                                              int shift, int32_t span, const int32_t *row, int64_t s1, int64_t ncols,
+                                              int32_t *out) {
   if (t->kind == TABLE_P32)
-    t->wide ? fi_topk_pass(t, TABLE_P32, 1, far, x, whole, shift, span, out)
-            : fi_topk_pass(t, TABLE_P32, 0, far, x, whole, shift, span, out);
+    t->wide ? fi_topk_pass(t, TABLE_P32, 1, far, x, whole, shift, span, row, s1, ncols, out)
+            : fi_topk_pass(t, TABLE_P32, 0, far, x, whole, shift, span, row, s1, ncols, out);
   else
-    t->wide ? fi_topk_pass(t, TABLE_P16, 1, far, x, whole, shift, span, out)
-            : fi_topk_pass(t, TABLE_P16, 0, far, x, whole, shift, span, out);
+    t->wide ? fi_topk_pass(t, TABLE_P16, 1, far, x, whole, shift, span, row, s1, ncols, out)
+            : fi_topk_pass(t, TABLE_P16, 0, far, x, whole, shift, span, row, s1, ncols, out);
 }
 
 /* The whole vectors of a prefill row's top-k entries (x, whole of them) from
- * the compressed table's row `row` in registers, when the columns they use
- * fit (the row itself may be wider: an engine's table spans the sequence, a
- * top-k row only its compressed part): columns 0 .. 63 in one table, 64 ..
- * 127 in a second, whose lookups a second pass blends in (a top-k 1024 row
- * of 16-token pages uses 65-69 columns).  Returns
- * whole, or 0 when not taken (a column past 128 or past the table: the
- * lookups find it, and leave to the scalar row what it notes).  The columns
- * are checked a vector at a time before anything is stored, so a row of far
- * entries pays little. */
+ * the compressed table's row `row`, its first 64 columns in registers, when
+ * the columns the entries use fit (the row itself may be wider: an engine's
+ * table spans the sequence, a top-k row only its compressed part): entries
+ * of columns 64 .. 127 are fixed by gathers after (a top-k 1024 row of
+ * 16-token pages uses 65-69 columns; some 7 % of its entries lie past 64).
+ * Returns whole, or 0 when not taken (a column past 128 or past the table:
+ * the lookups find it, and leave to the scalar row what it notes).  The
+ * columns are checked a vector at a time before anything is stored, so a
+ * row of far entries pays little. */
 static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const int32_t *x, int64_t whole, int shift,
                                   int32_t span, int32_t *out) {
   const int64_t cols = cbt->shape[1] < 128 ? cbt->shape[1] : 128;
@@ -416,15 +458,15 @@ static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const in
   }
   const int32_t top = hmax8(most);
   const int64_t used = top < 0 ? 1 : (top >> shift) + 1, s1 = cbt->stride[1];
-  table_row t, f;
+  table_row t;
   table_row_load(&t, row, s1, used < 64 ? used : 64, shift);
   if (t.kind == TABLE_NONE) return 0;
   if (used > 64) { /* then shift <= 24: a position of column 64 or more is below 2^31 */
-    table_row_load(&f, row + 64 * s1, s1, used - 64, shift);
-    if (f.kind == TABLE_NONE) return 0;
+    pthread_once(&leftpack_once, leftpack_fill);
+    fi_topk_pass_of(&t, 1, x, whole, shift, span, row, s1, cols, out);
+  } else {
+    fi_topk_pass_of(&t, 0, x, whole, shift, span, row, s1, cols, out);
   }
-  fi_topk_pass_of(&t, 0, x, whole, shift, span, out);
-  if (used > 64) fi_topk_pass_of(&f, 1, x, whole, shift, span, out);
   return whole;
 }
 

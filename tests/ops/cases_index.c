@@ -181,9 +181,12 @@ enum { F_COMP = 1, F_LENS = 2, F_VALID = 4, F_LOCAL = 8, F_CBT = 16, F_SPAN = 32
  * S up to 150), wider than a block's threads hold at once on the GPU. */
 /* FV_TABLE: block sizes powers of 2, top-k of 8 to 60, and the tables' rows
  * spread over 65535, 65536 or 2^20 pages from a least, negative in half the rows
- * (the AVX2 rows' tables in registers, global top-k's G_SPREAD). */
+ * (the AVX2 rows' tables in registers, global top-k's G_SPREAD).  With
+ * FV_LONG: top-k of 260 to 1100 over 60 to 125 columns, long sequences, so
+ * that prefill rows reach columns 64 and up in several FAR_CHUNKs of
+ * src/cpu/index_avx2.c. */
 enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32, FV_W4 = 64, FV_WIDE = 128,
-       FV_TABLE = 256 };
+       FV_TABLE = 256, FV_LONG = 512 };
 
 typedef struct {
   int32_t D, P, R, S, Dk, Wp, Rs, Ps, Rc, Pc;
@@ -198,7 +201,9 @@ static void fi_requests(rng_t *r, int fv, fi_shape *z, int32_t *qsl, int32_t *se
   for (int32_t i = 0; i < z->R; i++) {
     int32_t ql = i < Dq ? 1 : (fv & FV_BIG) ? r32(r, 40, 60) : r32(r, 1, 6);
     qsl[i + 1] = qsl[i] + ql;
-    seq[i] = ql + ((fv & FV_TABLE) ? r32(r, 200, 600) : r32(r, 0, (fv & FV_WIDE) ? 1300 : 60)); /* TABLE: full top-k */
+    seq[i] = ql + ((fv & FV_LONG)    ? r32(r, 4400, 4800)
+                   : (fv & FV_TABLE) ? r32(r, 200, 600)
+                                     : r32(r, 0, (fv & FV_WIDE) ? 1300 : 60)); /* TABLE: full top-k */
     replay[i] = r32(r, 0, seq[i] - ql);
   }
   z->D = Dq;
@@ -237,15 +242,18 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   a->compressed_block_span = (f & F_SPAN) ? a->compressed_block_size + r32(r, 0, 8) : 0;
   a->compress_ratio = (f & F_CR) ? (int32_t)(rng_below(r, 2) ? 4 : 128) : 0;
   a->topk = (f & F_CR) ? r32(r, 1, (fv & FV_WIDE) ? 300 : 30) : r32(r, 0, 3);
-  if (fv & FV_TABLE) a->topk = r32(r, 8, 60);
+  if (fv & FV_TABLE) a->topk = (fv & FV_LONG) ? r32(r, 260, 1100) : r32(r, 8, 60);
   a->decode_compressed_indices_are_local = (f & F_LOCAL) != 0;
   z.Dk = (f & F_COMP) ? r32(r, 1, (fv & FV_WIDE) ? 300 : 33) : 0;
   z.Wp = (fv & FV_WIDE) ? r32(r, 200, 320) : r32(r, 1, 40);
   if (fv & FV_TABLE) z.Wp = a->topk + r32(r, 0, 8), z.Dk = (f & F_COMP) ? r32(r, 8, 60) : 0; /* rows the tables take */
   if (fv & FV_W4) z.S = (z.S + 3) / 4 * 4, z.Dk = (z.Dk + 3) / 4 * 4, z.Wp = (z.Wp + 3) / 4 * 4;
   /* the positions the tables cover (TABLE: 3 to 127 columns of 2 to 16 positions) */
-  const int32_t reach = (fv & FV_WIDE) ? 1400 : (fv & FV_TABLE) ? r32(r, 40, 250) : 70;
-  z.Rs = z.R, z.Ps = reach / a->swa_block_size + 2;
+  const int32_t reach = (fv & FV_WIDE)   ? 1400
+                        : (fv & FV_LONG)  ? a->compressed_block_size * r32(r, 60, 125)
+                        : (fv & FV_TABLE) ? r32(r, 40, 250)
+                                          : 70;
+  z.Rs = z.R, z.Ps = ((fv & FV_LONG) ? 4810 : reach) / a->swa_block_size + 2; /* LONG: windows near 4800 */
   z.Rc = z.R, z.Pc = reach / a->compressed_block_size + 2;
   if (fv & FV_SKIP) z.Ps = r32(r, 1, 3), z.Pc = r32(r, 1, 3), z.Rc = z.R > 1 ? z.R - 1 : 1;
   /* TABLE with skips: the last (a prefill) request's last window ends one column past the SWA table */
@@ -399,6 +407,8 @@ void ops_register_index(ops_list *l) {
             "flashinfer_table_skips_%s", fi_flag_name(tf[i], fl, sizeof fl));
     ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, tf[i], FV_TABLE | FV_BIG, 0, 0,
             "flashinfer_table_big_%s", fi_flag_name(tf[i], fl, sizeof fl));
+    ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, tf[i], FV_TABLE | FV_LONG, 0, 0,
+            "flashinfer_table_long_%s", fi_flag_name(tf[i], fl, sizeof fl));
   }
   static const struct { int f, v; const char *n; } fv[] = {
       {F_COMP | F_LENS, FV_DECODE, "decode_only"}, {F_COMP | F_LOCAL | F_VALID, FV_DECODE, "decode_only_local"},
