@@ -193,39 +193,117 @@ static inline AVX2 INLINE __m256i table_slot(const table_row *t, int kind, int w
   return _mm256_add_epi32(_mm256_add_epi32(_mm256_sll_epi32(pg, t->sh), t->base), _mm256_and_si256(v, offmask));
 }
 
-/* The whole vectors of a valid row of a request in range through t; their
- * lanes >= 0 counted into *count; the greatest entry returned. */
-static inline AVX2 INLINE int32_t topk_whole(const table_row *t, int kind, int wide, const int32_t *x, int64_t whole,
-                                            int shift, int32_t *out, int64_t *count) {
+/* Left-packing of the lanes of an 8-bit mask: byte k of leftpack[m] is the
+ * lane of m's k-th set bit (a permute index), set once. */
+static uint64_t leftpack[256];
+static pthread_once_t leftpack_once = PTHREAD_ONCE_INIT;
+static void leftpack_fill(void) {
+  for (unsigned m = 0; m < 256; m++) {
+    uint64_t w = 0;
+    for (unsigned l = 0, k = 0; l < 8; l++)
+      if (m >> l & 1) w |= (uint64_t)l << (8 * k++);
+    leftpack[m] = w;
+  }
+}
+
+/* out[fi[k]] = the slot of entry fv[k] (>= 0), k < n, in row[c * s1] (c <
+ * ncols), remapped where rm, by gathers 8 at a time; an entry whose column
+ * is past ncols gets -1 (and the caller's check of the greatest entry gives
+ * the row to the scalar path). */
+static inline AVX2 INLINE void far_fix(const int32_t *fv, const int32_t *fi, int n, const int32_t *row, int64_t s1,
+                                       int64_t ncols, int shift, int rm, int32_t span, int32_t *out) {
+  int32_t res[8];
+  for (int k = 0; k < n; k += 8) {
+    __m256i fail;
+    const __m256i g = lookup8(_mm256_loadu_si256((const __m256i *)(fv + k)), tail8(k, n), row, s1, ncols, shift, &fail);
+    _mm256_storeu_si256((__m256i *)res, rm ? remap8(g, shift, span) : g);
+    for (int l = 0; l < 8 && k + l < n; l++) out[fi[k + l]] = res[l];
+  }
+}
+
+enum { FAR_CHUNK = 256 }; /* entries a pass collects far lanes over before fixing them */
+
+/* The whole vectors x[0 .. whole) of a row's entries through the table row t
+ * (a block table row's first 64 columns at most) into out: the slot of each
+ * entry >= 0, -1 for the others, remapped where rm (flashinfer; global top-k
+ * stores the slots).  far: entries of columns 64 and up (their lookups read
+ * a wrong register entry) are collected, left-packed with their indices,
+ * FAR_CHUNK entries at a time, and rewritten from the table row `row` (ncols
+ * columns of stride s1) by gathers.  Collecting costs a few operations a
+ * vector and no branch; a second register table over every vector cost more
+ * than the first pass, and a branch on whether a vector reaches those columns
+ * (about half of a top-k 1024 row's do) mispredicted often enough to cost
+ * more still (the bench's flashinfer top-k 1024 rows on 1 thread of a Zen 4
+ * forced to avx2: 3.4 ms gathered, 4.9 with the branch, 2.9 with the second
+ * table, 2.7-2.8 collected).  Returns the greatest entry; *neg = the lanes
+ * < 0.  (Past shift 24 no position below 2^31 lies in column 64 or more.) */
+static inline AVX2 INLINE int32_t table_pass(const table_row *t, int kind, int wide, int far, int rm,
+                                             const int32_t *x, int64_t whole, int shift, int32_t span,
+                                             const int32_t *row, int64_t s1, int64_t ncols, int32_t *out,
+                                             int64_t *neg) {
   const __m256i offmask = _mm256_set1_epi32((1 << shift) - 1), neg1 = _mm256_set1_epi32(-1);
+  const __m256i edge = _mm256_set1_epi32(far && shift <= 24 ? (int32_t)(64u << shift) - 1 : INT32_MAX);
   const table_row tl = *t; /* a copy the stores to out cannot alias: the table stays in registers */
   __m256i most = neg1;
-  int64_t neg = 0;
-  for (int64_t j = 0; j < whole; j += 8) {
-    const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
-    most = _mm256_max_epi32(most, v);
-    neg += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(v)));
-    _mm256_storeu_si256((__m256i *)(out + j), blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v));
+  int64_t nneg = 0;
+  int32_t fv[FAR_CHUNK + 8], fi[FAR_CHUNK + 8];
+  const int64_t chunk = far ? FAR_CHUNK : whole; /* one loop over the row when nothing is collected */
+  for (int64_t j0 = 0; j0 < whole; j0 += chunk) {
+    const int64_t j1 = whole - j0 > chunk ? j0 + chunk : whole;
+    int n = 0;
+    for (int64_t j = j0; j < j1; j += 8) {
+      const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
+      most = _mm256_max_epi32(most, v);
+      nneg += __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(v)));
+      const __m256i g = blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v);
+      _mm256_storeu_si256((__m256i *)(out + j), rm ? remap8(g, shift, span) : g);
+      if (far) {
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, edge)));
+        const __m256i lane = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)&leftpack[m]));
+        _mm256_storeu_si256((__m256i *)(fv + n), _mm256_permutevar8x32_epi32(v, lane));
+        _mm256_storeu_si256((__m256i *)(fi + n), _mm256_add_epi32(lane, _mm256_set1_epi32((int32_t)j)));
+        n += __builtin_popcount(m);
+      }
+    }
+    if (far) far_fix(fv, fi, n, row, s1, ncols, shift, rm, span, out);
   }
-  *count = whole - neg;
+  *neg = nneg;
   return hmax8(most); /* by shuffles: a store to a stack array kept `most` in memory through the loop */
 }
 
-/* A valid row of a request in range through t: 0 when a column is past the
- * table (the scalar row rewrites the row; in place, topk_row checked first). */
-static AVX2 int topk_row_table(const global_topk_args *a, const table_row *t, const int32_t *x, int32_t *out,
-                               const int32_t *row, int64_t r, int shift) {
-  const int64_t K = a->K, whole = K & ~(int64_t)7;
-  int64_t count;
-  const int32_t top = t->kind == TABLE_P32 ? (t->wide ? topk_whole(t, TABLE_P32, 1, x, whole, shift, out, &count)
-                                                      : topk_whole(t, TABLE_P32, 0, x, whole, shift, out, &count))
-                    : t->wide              ? topk_whole(t, TABLE_P16, 1, x, whole, shift, out, &count)
-                                           : topk_whole(t, TABLE_P16, 0, x, whole, shift, out, &count);
+/* table_pass with t's kind and width as constants (far and rm are at the
+ * callers). */
+static inline AVX2 INLINE int32_t table_pass_of(const table_row *t, int far, int rm, const int32_t *x, int64_t whole,
+                                                int shift, int32_t span, const int32_t *row, int64_t s1,
+                                                int64_t ncols, int32_t *out, int64_t *neg) {
+  if (far) pthread_once(&leftpack_once, leftpack_fill);
+  if (t->kind == TABLE_P32)
+    return t->wide ? table_pass(t, TABLE_P32, 1, far, rm, x, whole, shift, span, row, s1, ncols, out, neg)
+                   : table_pass(t, TABLE_P32, 0, far, rm, x, whole, shift, span, row, s1, ncols, out, neg);
+  return t->wide ? table_pass(t, TABLE_P16, 1, far, rm, x, whole, shift, span, row, s1, ncols, out, neg)
+                 : table_pass(t, TABLE_P16, 0, far, rm, x, whole, shift, span, row, s1, ncols, out, neg);
+}
+
+/* A valid row of a request in range, its table row's first 64 columns in
+ * registers (entries past them gathered after, table_pass): 1 when done, 0
+ * when a column is past the table (the scalar row rewrites the row; in
+ * place, topk_row checked first), -1 when the row's pages fit no register
+ * table (the caller gathers). */
+static AVX2 int topk_row_table(const global_topk_args *a, const int32_t *x, int32_t *out, const int32_t *row,
+                               int64_t r, int shift) {
+  const int64_t K = a->K, whole = K & ~(int64_t)7, s1 = a->block_table.stride[1];
+  table_row t;
+  table_row_load(&t, row, s1, a->P < 64 ? a->P : 64, shift);
+  if (t.kind == TABLE_NONE) return -1;
+  int64_t neg;
+  const int32_t top = a->P > 64 ? table_pass_of(&t, 1, 0, x, whole, shift, 0, row, s1, a->P, out, &neg)
+                                : table_pass_of(&t, 0, 0, x, whole, shift, 0, row, s1, a->P, out, &neg);
   if ((top >> shift) >= a->P) return 0;
+  int64_t count = whole - neg;
   if (whole < K) {
     const __m256i m = tail8(whole, K), v = _mm256_maskload_epi32(x + whole, m), pos = nonneg(v, m);
     __m256i fail;
-    const __m256i g = lookup8(v, pos, row, a->block_table.stride[1], a->P, shift, &fail);
+    const __m256i g = lookup8(v, pos, row, s1, a->P, shift, &fail);
     if (any(fail)) return 0;
     count += lanes(pos);
     _mm256_maskstore_epi32(out + whole, m, g);
@@ -253,9 +331,8 @@ static AVX2 int topk_row(const global_topk_args *a, int64_t t, int shift) {
       if (any(_mm256_and_si256(nonneg(v, m), past))) return 0;
     }
   if (valid && req_ok) {
-    table_row tr;
-    table_row_load(&tr, row, a->block_table.stride[1], a->P, shift);
-    if (tr.kind != TABLE_NONE) return topk_row_table(a, &tr, x, out, row, t, shift);
+    const int done = topk_row_table(a, x, out, row, t, shift);
+    if (done >= 0) return done;
   }
   int32_t count = 0;
   for (int64_t j = 0; j < a->K; j += 8) {
@@ -357,99 +434,19 @@ static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, in
   return 1;
 }
 
-/* Left-packing of the lanes of an 8-bit mask: byte k of leftpack[m] is the
- * lane of m's k-th set bit (a permute index), set once. */
-static uint64_t leftpack[256];
-static pthread_once_t leftpack_once = PTHREAD_ONCE_INIT;
-static void leftpack_fill(void) {
-  for (unsigned m = 0; m < 256; m++) {
-    uint64_t w = 0;
-    for (unsigned l = 0, k = 0; l < 8; l++)
-      if (m >> l & 1) w |= (uint64_t)l << (8 * k++);
-    leftpack[m] = w;
-  }
-}
-
-/* out[fi[k]] = the slot of entry fv[k], k < n, remapped (their columns are
- * inside the table row: fi_topk_table checked), by gathers 8 at a time. */
-static AVX2 void fi_far_fix(const int32_t *fv, const int32_t *fi, int n, const int32_t *row, int64_t s1,
-                            int64_t ncols, int shift, int32_t span, int32_t *out) {
-  int32_t res[8];
-  for (int k = 0; k < n; k += 8) {
-    const __m256i m = tail8(k, n);
-    __m256i fail;
-    const __m256i g = lookup8(_mm256_loadu_si256((const __m256i *)(fv + k)), m, row, s1, ncols, shift, &fail);
-    _mm256_storeu_si256((__m256i *)res, remap8(g, shift, span));
-    for (int l = 0; l < 8 && k + l < n; l++) out[fi[k + l]] = res[l];
-  }
-}
-
-enum { FAR_CHUNK = 256 }; /* entries a pass collects far lanes over before fixing them */
-
-/* The whole vectors x[0 .. whole) of a prefill row's top-k entries through
- * the compressed table row t (its first 64 columns at most), remapped into
- * out (topk_whole's lookups; the caller checked every column against the
- * table).  far: entries of columns 64 and up (their lookups read a wrong
- * register entry) are collected, left-packed with their indices, FAR_CHUNK
- * entries at a time, and rewritten from the table row `row` by gathers.
- * Collecting costs a few operations a vector and no branch; a second
- * register table over every vector cost more than the first pass, and a
- * branch on whether a vector reaches those columns (about half of a top-k
- * 1024 row's do) mispredicted often enough to cost more still (the bench's
- * top-k 1024 rows on 1 thread of a Zen 4 forced to avx2: 3.4 ms gathered,
- * 4.9 with the branch, 2.8-2.9 with the second table). */
-static inline AVX2 INLINE void fi_topk_pass(const table_row *t, int kind, int wide, int far, const int32_t *x,
-                                           int64_t whole, int shift, int32_t span, const int32_t *row, int64_t s1,
-                                           int64_t ncols, int32_t *out) {
-  const __m256i offmask = _mm256_set1_epi32((1 << shift) - 1), neg1 = _mm256_set1_epi32(-1);
-  const __m256i edge = _mm256_set1_epi32(far ? (int32_t)(64u << shift) - 1 : 0); /* (far: shift <= 24) */
-  const table_row tl = *t; /* a copy the stores to out cannot alias: the table stays in registers */
-  int32_t fv[FAR_CHUNK + 8], fi[FAR_CHUNK + 8];
-  for (int64_t j0 = 0; j0 < whole; j0 += FAR_CHUNK) {
-    const int64_t j1 = whole - j0 > FAR_CHUNK ? j0 + FAR_CHUNK : whole;
-    int n = 0;
-    for (int64_t j = j0; j < j1; j += 8) {
-      const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
-      _mm256_storeu_si256((__m256i *)(out + j),
-                          remap8(blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v), shift, span));
-      if (far) {
-        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, edge)));
-        const __m256i lane = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)&leftpack[m]));
-        _mm256_storeu_si256((__m256i *)(fv + n), _mm256_permutevar8x32_epi32(v, lane));
-        _mm256_storeu_si256((__m256i *)(fi + n), _mm256_add_epi32(lane, _mm256_set1_epi32((int32_t)j)));
-        n += __builtin_popcount(m);
-      }
-    }
-    if (far) fi_far_fix(fv, fi, n, row, s1, ncols, shift, span, out);
-  }
-}
-
-/* fi_topk_pass with t's kind and width as constants. */
-static inline AVX2 INLINE void fi_topk_pass_of(const table_row *t, int far, const int32_t *x, int64_t whole,
-                                              int shift, int32_t span, const int32_t *row, int64_t s1, int64_t ncols,
-                                              int32_t *out) {
-  if (t->kind == TABLE_P32)
-    t->wide ? fi_topk_pass(t, TABLE_P32, 1, far, x, whole, shift, span, row, s1, ncols, out)
-            : fi_topk_pass(t, TABLE_P32, 0, far, x, whole, shift, span, row, s1, ncols, out);
-  else
-    t->wide ? fi_topk_pass(t, TABLE_P16, 1, far, x, whole, shift, span, row, s1, ncols, out)
-            : fi_topk_pass(t, TABLE_P16, 0, far, x, whole, shift, span, row, s1, ncols, out);
-}
-
-/* The whole vectors of a prefill row's top-k entries (x, whole of them) from
- * the compressed table's row `row`, its first 64 columns in registers, when
- * the columns the entries use fit (the row itself may be wider: an engine's
- * table spans the sequence, a top-k row only its compressed part): entries
- * of columns 64 .. 127 are fixed by gathers after (a top-k 1024 row of
- * 16-token pages uses 65-69 columns; some 7 % of its entries lie past 64).
- * Returns whole, or 0 when not taken (a column past 128 or past the table:
- * the lookups find it, and leave to the scalar row what it notes).  The
- * columns are checked a vector at a time before anything is stored, so a
- * row of far entries pays little. */
+/* The whole vectors of a prefill row's top-k entries (x, whole of them)
+ * through the compressed table's row `row`, its first 64 columns in
+ * registers and entries past them gathered after (table_pass; a top-k 1024
+ * row of 16-token pages uses 65-69 columns, some 7 % of its entries past 64;
+ * an engine's table row spans the sequence).  Returns whole, or 0 when not
+ * taken (a column past the table: the lookups find it, and leave to the
+ * scalar row what it notes; or pages no register table holds).  The columns
+ * are checked a vector at a time before anything is stored, so such a row
+ * pays little. */
 static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const int32_t *x, int64_t whole, int shift,
                                   int32_t span, int32_t *out) {
-  const int64_t cols = cbt->shape[1] < 128 ? cbt->shape[1] : 128;
-  const __m256i last = _mm256_set1_epi32((int32_t)cols - 1);
+  const int64_t cols = cbt->shape[1];
+  const __m256i last = _mm256_set1_epi32(cols - 1 < INT32_MAX ? (int32_t)(cols - 1) : INT32_MAX);
   __m256i most = _mm256_set1_epi32(-1);
   for (int64_t j = 0; j < whole; j += 8) {
     const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
@@ -461,12 +458,11 @@ static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const in
   table_row t;
   table_row_load(&t, row, s1, used < 64 ? used : 64, shift);
   if (t.kind == TABLE_NONE) return 0;
-  if (used > 64) { /* then shift <= 24: a position of column 64 or more is below 2^31 */
-    pthread_once(&leftpack_once, leftpack_fill);
-    fi_topk_pass_of(&t, 1, x, whole, shift, span, row, s1, cols, out);
-  } else {
-    fi_topk_pass_of(&t, 0, x, whole, shift, span, row, s1, cols, out);
-  }
+  int64_t neg;
+  if (used > 64)
+    table_pass_of(&t, 1, 1, x, whole, shift, span, row, s1, cols, out, &neg);
+  else
+    table_pass_of(&t, 0, 1, x, whole, shift, span, row, s1, cols, out, &neg);
   return whole;
 }
 
