@@ -3,12 +3,12 @@
  * entries at a time, the same steps as src/cpu/index_avx512.c (lane masks as
  * vectors instead of mask registers) and byte-identical to the scalar rows
  * of src/cpu/index_ops_cpu.c, which the case registry checks on every input
- * (ctest ops_cpu_paths runs each path the machine has).  Global top-k holds
- * a row's block table in registers where it fits (table_row below), and so
- * do flashinfer prefill rows where the columns their top-k entries use fit
- * (fi_topk_table); other lookups are masked gathers (a lane whose lookup is not taken reads
- * nothing); a row that would report a skip is left to the scalar row (0
- * returned).
+ * (ctest ops_cpu_paths runs each path the machine has).  Global top-k rows
+ * and flashinfer prefill rows hold their block table row's first 64 columns
+ * in registers (table_row below) and gather the entries past them after
+ * (table_pass); other lookups are masked gathers (a lane whose lookup is not
+ * taken reads nothing); a row that would report a skip is left to the
+ * scalar row (0 returned).
  * The preconditions of a call are index_avx512_ok_topk / _flashinfer's: they
  * are plain checks of the views, the same for both widths. */
 #include "cpu/cpu.h"
