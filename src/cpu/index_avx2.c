@@ -223,6 +223,20 @@ static inline AVX2 INLINE void far_fix(const int32_t *fv, const int32_t *fi, int
 
 enum { FAR_CHUNK = 256 }; /* entries a pass collects far lanes over before fixing them */
 
+/* The lanes of v whose column is 64 or more. */
+static inline AVX2 __m256i far_lanes(__m256i v, int shift) {
+  return _mm256_cmpgt_epi32(v, _mm256_set1_epi32(shift <= 24 ? (int32_t)(64u << shift) - 1 : INT32_MAX));
+}
+
+/* Whether a row of whole vectors, nfar of its entries past column 63, goes
+ * through table_pass rather than gathers: a far entry costs the pass's lookup
+ * and then a gather, a pass of no far entry about 0.65 of the gathers (the
+ * bench's global top-k, its table widened to 1000 columns, on 1 thread of a
+ * Zen 4 forced to avx2: entries within the first 64 columns 2.5-2.9 ->
+ * 1.7-1.9 ms, entries over all 1000 2.7-2.8 -> 5.3-5.5 ms before this
+ * rule), so up to a quarter of them. */
+static inline int far_pays(int64_t nfar, int64_t whole) { return nfar * 4 <= whole; }
+
 /* The whole vectors x[0 .. whole) of a row's entries through the table row t
  * (a block table row's first 64 columns at most) into out: the slot of each
  * entry >= 0, -1 for the others, remapped where rm (flashinfer; global top-k
@@ -242,7 +256,6 @@ static inline AVX2 INLINE int32_t table_pass(const table_row *t, int kind, int w
                                              const int32_t *row, int64_t s1, int64_t ncols, int32_t *out,
                                              int64_t *neg) {
   const __m256i offmask = _mm256_set1_epi32((1 << shift) - 1), neg1 = _mm256_set1_epi32(-1);
-  const __m256i edge = _mm256_set1_epi32(far && shift <= 24 ? (int32_t)(64u << shift) - 1 : INT32_MAX);
   const table_row tl = *t; /* a copy the stores to out cannot alias: the table stays in registers */
   __m256i most = neg1;
   int64_t nneg = 0;
@@ -258,7 +271,7 @@ static inline AVX2 INLINE int32_t table_pass(const table_row *t, int kind, int w
       const __m256i g = blend_sign(table_slot(&tl, kind, wide, v, offmask), neg1, v);
       _mm256_storeu_si256((__m256i *)(out + j), rm ? remap8(g, shift, span) : g);
       if (far) {
-        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, edge)));
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(far_lanes(v, shift)));
         const __m256i lane = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)&leftpack[m]));
         _mm256_storeu_si256((__m256i *)(fv + n), _mm256_permutevar8x32_epi32(v, lane));
         _mm256_storeu_si256((__m256i *)(fi + n), _mm256_add_epi32(lane, _mm256_set1_epi32((int32_t)j)));
@@ -288,10 +301,17 @@ static inline AVX2 INLINE int32_t table_pass_of(const table_row *t, int far, int
  * registers (entries past them gathered after, table_pass): 1 when done, 0
  * when a column is past the table (the scalar row rewrites the row; in
  * place, topk_row checked first), -1 when the row's pages fit no register
- * table (the caller gathers). */
+ * table or too many entries lie past them (far_pays; the caller gathers). */
 static AVX2 int topk_row_table(const global_topk_args *a, const int32_t *x, int32_t *out, const int32_t *row,
                                int64_t r, int shift) {
   const int64_t K = a->K, whole = K & ~(int64_t)7, s1 = a->block_table.stride[1];
+  if (a->P > 64) { /* an engine's wide table: how many entries lie past the registers, from the first 64
+                      * (a sample: a whole count cost the rows that pass it 10 %) */
+    const int64_t n = whole < 64 ? whole : 64;
+    int64_t nfar = 0;
+    for (int64_t j = 0; j < n; j += 8) nfar += lanes(far_lanes(_mm256_loadu_si256((const __m256i *)(x + j)), shift));
+    if (!far_pays(nfar, n)) return -1;
+  }
   table_row t;
   table_row_load(&t, row, s1, a->P < 64 ? a->P : 64, shift);
   if (t.kind == TABLE_NONE) return -1;
@@ -440,7 +460,8 @@ static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, in
  * row of 16-token pages uses 65-69 columns, some 7 % of its entries past 64;
  * an engine's table row spans the sequence).  Returns whole, or 0 when not
  * taken (a column past the table: the lookups find it, and leave to the
- * scalar row what it notes; or pages no register table holds).  The columns
+ * scalar row what it notes; pages no register table holds; more than a
+ * quarter of the entries past column 63, far_pays).  The columns
  * are checked a vector at a time before anything is stored, so such a row
  * pays little. */
 static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const int32_t *x, int64_t whole, int shift,
@@ -448,11 +469,14 @@ static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const in
   const int64_t cols = cbt->shape[1];
   const __m256i last = _mm256_set1_epi32(cols - 1 < INT32_MAX ? (int32_t)(cols - 1) : INT32_MAX);
   __m256i most = _mm256_set1_epi32(-1);
+  int64_t nfar = 0;
   for (int64_t j = 0; j < whole; j += 8) {
     const __m256i v = _mm256_loadu_si256((const __m256i *)(x + j));
     if (any(_mm256_cmpgt_epi32(_mm256_srai_epi32(v, shift), last))) return 0;
     most = _mm256_max_epi32(most, v);
+    nfar += lanes(far_lanes(v, shift));
   }
+  if (!far_pays(nfar, whole)) return 0;
   const int32_t top = hmax8(most);
   const int64_t used = top < 0 ? 1 : (top >> shift) + 1, s1 = cbt->stride[1];
   table_row t;
