@@ -2,13 +2,17 @@
  * Index VALUES must never drive work or memory past the tensors passed in
  * (huge lengths, huge offsets, huge query_start_loc), outputs must not alias,
  * data must be aligned, and counts must not depend on the thread count. */
+#define _GNU_SOURCE /* fork, alarm */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -340,6 +344,52 @@ static void sec7_slots_inside_cache_write_nothing_outside(void **state) {
   }
 }
 
+/* A forked child calls the library while another thread of the parent was
+ * noting skips at the fork (every entry of its calls is past the table): the
+ * child must not wait forever on a lock that thread held (a hang seen with
+ * one global report lock; the child's alarm turns a hang into a failure). */
+enum { FK_T = 512, FK_K = 64 };
+static int32_t fk_topk[FK_T * FK_K], fk_req[FK_T], fk_bt[1], fk_out[FK_T * FK_K], fk_lens[FK_T];
+static uint8_t fk_valid[FK_T];
+static _Atomic int fk_stop;
+static dsv4kv_status fk_call(void) {
+  tview tk, rq, bt, va, go, ln;
+  tv_2d(&tk, fk_topk, dt_i32(), FK_T, FK_K, FK_K);
+  tv_1d(&rq, fk_req, dt_i32(), FK_T);
+  tv_2d(&bt, fk_bt, dt_i32(), 1, 1, 1);
+  tv_1d(&va, fk_valid, dt_bool(), FK_T);
+  tv_2d(&go, fk_out, dt_i32(), FK_T, FK_K, FK_K);
+  tv_1d(&ln, fk_lens, dt_i32(), FK_T);
+  dsv4kv_options opt = {.num_threads = 1};
+  return dsv4kv_compute_global_topk_indices_and_lens(&tk.t, &rq.t, &bt.t, 16, &va.t, &go.t, &ln.t, &opt);
+}
+static void *fk_noter(void *arg) {
+  (void)arg;
+  while (!fk_stop) fk_call();
+  return NULL;
+}
+static void sec7_fork_while_noting_skips(void **state) {
+  (void)state;
+  for (int i = 0; i < FK_T * FK_K; i++) fk_topk[i] = 1000 + i % 7;
+  for (int t = 0; t < FK_T; t++) fk_valid[t] = 1;
+  assert_false(dsv4kv_is_error(fk_call()));
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, fk_noter, NULL), 0);
+  int bad = 0;
+  for (int f = 0; f < 100 && !bad; f++) {
+    const pid_t p = fork();
+    if (p == 0) {
+      alarm(10);
+      _exit(dsv4kv_is_error(fk_call()) ? 1 : 0);
+    }
+    int st = 0;
+    bad = p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+  }
+  fk_stop = 1;
+  pthread_join(th, NULL);
+  assert_false(bad);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(sec7_gather_offset_near_int64_max),
@@ -352,6 +402,7 @@ int main(void) {
       cmocka_unit_test(sec7_num_threads_capped),
       cmocka_unit_test(sec7_nonfinite_count_independent_of_threads),
       cmocka_unit_test(sec7_slots_inside_cache_write_nothing_outside),
+      cmocka_unit_test(sec7_fork_while_noting_skips),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* The CPU backend's table, its report lock, and the choice of
  * kernel path (the scalar reference, and the SIMD paths the processor runs). */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,11 +11,27 @@ const backend_ops cpu_backend = {
     "cpu", 0, cpu_insert, cpu_gather, cpu_global_topk, cpu_combine, cpu_flashinfer, cpu_indexer_store,
 };
 
-static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A call's threads note skips into its one report under a lock; reports
+ * of different calls take different locks of a few (by address), so that
+ * application threads skipping entries at once do not wait on each other.
+ * A forked child starts with the locks free, as the pool does: one held by
+ * another thread of the parent at the fork would never be released there. */
+enum { REPORT_LOCKS = 16 };
+static pthread_mutex_t report_locks[REPORT_LOCKS];
+static pthread_once_t report_once = PTHREAD_ONCE_INIT;
+static void report_locks_init(void) {
+  for (int i = 0; i < REPORT_LOCKS; i++) pthread_mutex_init(&report_locks[i], NULL);
+}
+static void report_locks_setup(void) {
+  report_locks_init();
+  pthread_atfork(NULL, NULL, report_locks_init);
+}
 
 void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, int64_t v0, int64_t v1,
                 int64_t v2, int64_t v3, int64_t v4, int64_t v5) {
-  pthread_mutex_lock(&report_lock);
+  pthread_once(&report_once, report_locks_setup);
+  pthread_mutex_t *lock = &report_locks[((uintptr_t)r / sizeof *r) % REPORT_LOCKS];
+  pthread_mutex_lock(lock);
   {
     r->skipped += n;
     if (key < r->first_key) {
@@ -24,7 +41,7 @@ void cpu_note_n(dsv4kv_report *r, int64_t n, int64_t key, skip_reason reason, in
       r->values[3] = v3, r->values[4] = v4, r->values[5] = v5;
     }
   }
-  pthread_mutex_unlock(&report_lock);
+  pthread_mutex_unlock(lock);
 }
 
 /* ---- kernel paths ------------------------------------------------------ */

@@ -467,6 +467,7 @@ static AVX2 int window_store(const tview *bt, int64_t req, int64_t swa_start, in
 static AVX2 int64_t fi_topk_table(const tview *cbt, const int32_t *row, const int32_t *x, int64_t whole, int shift,
                                   int32_t span, int32_t *out) {
   const int64_t cols = cbt->shape[1];
+  if (cols < 1) return 0; /* no column: table_row_load would still read row[0] */
   const __m256i last = _mm256_set1_epi32(cols - 1 < INT32_MAX ? (int32_t)(cols - 1) : INT32_MAX);
   __m256i most = _mm256_set1_epi32(-1);
   int64_t nfar = 0;

@@ -186,7 +186,10 @@ enum { F_COMP = 1, F_LENS = 2, F_VALID = 4, F_LOCAL = 8, F_CBT = 16, F_SPAN = 32
  * that prefill rows reach columns 64 and up in several FAR_CHUNKs of
  * src/cpu/index_avx2.c. */
 enum { FV_SKIP = 1, FV_BIG = 2, FV_DECODE = 4, FV_PREFILL = 8, FV_PAD = 16, FV_LEAD = 32, FV_W4 = 64, FV_WIDE = 128,
-       FV_TABLE = 256, FV_LONG = 512 };
+       FV_TABLE = 256, FV_LONG = 512, FV_EMPTY = 1024 };
+/* FV_EMPTY: a compressed block table of no columns, the prefill rows' top-k
+ * entries all -1 in every other row (nothing to look up) and small elsewhere
+ * (past the table: skipped); a path must not read the table. */
 
 typedef struct {
   int32_t D, P, R, S, Dk, Wp, Rs, Ps, Rc, Pc;
@@ -220,7 +223,7 @@ static void fi_fill(ops_tensor *x, rng_t *r, int64_t lo, int64_t hi, int neg_one
  * both ends present. */
 static void fi_spread(ops_tensor *bt, rng_t *r) {
   static const int32_t spans[] = {65535, 65536, 1 << 20};
-  if (!bt) return;
+  if (!bt || bt->shape[1] == 0) return;
   for (int64_t i = 0; i < bt->shape[0]; i++) {
     const int32_t least = rng_below(r, 2) ? r32(r, -70000, -1) : r32(r, 0, 100000), span = spans[i % 3], P = (int32_t)bt->shape[1];
     for (int64_t j = 0; j < P; j++) OPS_I32(bt, i, j) = least + r32(r, 0, span);
@@ -240,7 +243,7 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   if (fv & FV_TABLE) a->swa_block_size = 1 << r32(r, 0, 4), a->compressed_block_size = 1 << r32(r, 1, 4);
   a->swa_block_span = (f & F_SPAN) ? a->swa_block_size + r32(r, 0, 8) : 0;
   a->compressed_block_span = (f & F_SPAN) ? a->compressed_block_size + r32(r, 0, 8) : 0;
-  a->compress_ratio = (f & F_CR) ? (int32_t)(rng_below(r, 2) ? 4 : 128) : 0;
+  a->compress_ratio = (f & F_CR) ? (int32_t)(rng_below(r, 2) || (fv & FV_EMPTY) ? 4 : 128) : 0;
   a->topk = (f & F_CR) ? r32(r, 1, (fv & FV_WIDE) ? 300 : 30) : r32(r, 0, 3);
   if (fv & FV_TABLE) a->topk = (fv & FV_LONG) ? r32(r, 260, 1100) : r32(r, 8, 60);
   a->decode_compressed_indices_are_local = (f & F_LOCAL) != 0;
@@ -253,11 +256,13 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
                         : (fv & FV_LONG)  ? a->compressed_block_size * r32(r, 60, 125)
                         : (fv & FV_TABLE) ? r32(r, 40, 250)
                                           : 70;
-  z.Rs = z.R, z.Ps = ((fv & FV_LONG) ? 4810 : reach) / a->swa_block_size + 2; /* LONG: windows near 4800 */
+  /* LONG, EMPTY: the windows (near 4800, 600) inside the SWA table, so that rows reach their top-k part */
+  z.Rs = z.R, z.Ps = ((fv & FV_LONG) ? 4810 : (fv & FV_EMPTY) ? 610 : reach) / a->swa_block_size + 2;
   z.Rc = z.R, z.Pc = reach / a->compressed_block_size + 2;
   if (fv & FV_SKIP) z.Ps = r32(r, 1, 3), z.Pc = r32(r, 1, 3), z.Rc = z.R > 1 ? z.R - 1 : 1;
   /* TABLE with skips: the last (a prefill) request's last window ends one column past the SWA table */
   if ((fv & FV_TABLE) && (fv & FV_SKIP)) z.Ps = (seq[z.R - 1] - 1) / a->swa_block_size;
+  if (fv & FV_EMPTY) z.Pc = 0;
   int32_t Pc = (f & F_CBT) ? z.Pc : z.Ps, cbs = a->compressed_block_size, T = z.D + z.P;
   int64_t pad = (fv & FV_PAD) ? 3 : 0, dS[2] = {z.D, z.S}, one[1] = {z.D}, rq[1] = {z.R}, tq[1] = {T};
   in->lead = (fv & FV_LEAD) ? OPS_GUARD : 0;
@@ -272,7 +277,11 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   ops_tensor *rp = ops_new(in, "replay_start", dt_i32(), 1, rq, NULL, 0);
   ops_tensor *t2r = ops_new(in, "token_to_req_indices", dt_i32(), 1, tq, NULL, 0);
   ops_tensor *sbt = ops_new2(in, "swa_block_table", dt_i32(), z.Rs, z.Ps, pad, 0);
-  ops_tensor *cbt = (f & F_CBT) ? ops_new2(in, "compressed_block_table", dt_i32(), z.Rc, z.Pc, pad, 0) : NULL;
+  /* EMPTY: a row stride no row could have, as an empty tensor may (a path that reads row r > 0 faults) */
+  int64_t cshape[2] = {z.Rc, 0}, cst[2] = {(int64_t)1 << 40, 1};
+  ops_tensor *cbt = !(f & F_CBT)     ? NULL
+                    : (fv & FV_EMPTY) ? ops_new(in, "compressed_block_table", dt_i32(), 2, cshape, cst, 0)
+                                      : ops_new2(in, "compressed_block_table", dt_i32(), z.Rc, z.Pc, pad, 0);
   int64_t K4 = ((a->topk > z.Dk ? a->topk : z.Dk) + 3) / 4 * 4, os[2] = {T, z.S + K4};
   ops_tensor *out = ops_new(in, "sparse_indices", dt_i32(), 2, os, NULL, 1);
   ops_tensor *lens = ops_new(in, "sparse_lens", dt_i32(), 1, tq, NULL, 1);
@@ -281,7 +290,10 @@ static void gen_flashinfer(ops_inst *in, rng_t *r, const ops_case *cs) {
   if (dlens) fi_fill(dlens, r, 0, z.Dk, 0);
   if (dvalid)
     for (int32_t d = 0; d < z.D; d++) *(uint8_t *)ops_at(dvalid, dvalid->host, d, 0, 0) = rng_below(r, 3) != 0;
-  fi_fill(ptopk, r, 0, (int64_t)Pc * cbs - 1 + ((fv & FV_SKIP) ? 2 * cbs : 0), 1);
+  fi_fill(ptopk, r, 0, (fv & FV_EMPTY) ? 40 : (int64_t)Pc * cbs - 1 + ((fv & FV_SKIP) ? 2 * cbs : 0), 1);
+  if (fv & FV_EMPTY)
+    for (int64_t i = 0; i < z.P; i += 2)
+      for (int64_t j = 0; j < z.Wp; j++) OPS_I32(ptopk, i, j) = -1;
   fi_fill(sbt, r, 0, 199, 0);
   if (cbt) fi_fill(cbt, r, 0, 199, 0);
   if (fv & FV_TABLE) fi_spread(sbt, r), fi_spread(cbt, r);
@@ -424,7 +436,9 @@ void ops_register_index(ops_list *l) {
       {F_COMP | F_LENS | F_CR | F_CBT, FV_W4 | FV_BIG | FV_SKIP, "w4_big_skips"},
       {F_COMP | F_LENS | F_VALID | F_CR | F_CBT, FV_WIDE, "wide"},
       {F_COMP | F_LOCAL | F_VALID | F_CR | F_SPAN, FV_WIDE | FV_SKIP, "wide_skips_local"},
-      {F_COMP | F_LOCAL | F_CR | F_CBT, FV_WIDE | FV_W4 | FV_PAD, "wide_w4_local_padded"}};
+      {F_COMP | F_LOCAL | F_CR | F_CBT, FV_WIDE | FV_W4 | FV_PAD, "wide_w4_local_padded"},
+      {F_CR | F_CBT, FV_TABLE | FV_EMPTY | FV_PREFILL, "empty_comp_table"},
+      {F_CR | F_CBT | F_SPAN, FV_TABLE | FV_EMPTY | FV_PREFILL | FV_PAD, "empty_comp_table_padded"}};
   for (size_t i = 0; i < sizeof fv / sizeof fv[0]; i++)
     ops_add(l, OPCALL_FLASHINFER, gen_flashinfer, ref_flashinfer_case, fv[i].f, fv[i].v, 0, 0, "flashinfer_%s",
             fv[i].n);

@@ -33,6 +33,7 @@ typedef struct {
   int64_t shape[4], st[4];
   const char *name;
   int esz, out;        /* element bytes; out: the op may write this buffer */
+  int empty;           /* no element: the CPU calls get data NULL, so a read of it faults */
   size_t n;            /* bytes of the buffer (guards included) */
   uint8_t *host;       /* what the call gets on the CPU */
   uint8_t *init;       /* the bytes before every call */

@@ -54,12 +54,12 @@ ops_tensor *ops_new(ops_inst *in, const char *name, DLDataType dt, int ndim, con
     extent += (shape[d] - 1) * x->st[d];
   }
   for (int d = 0; d < ndim; d++)
-    if (shape[d] == 0) extent = 0;
+    if (shape[d] == 0) extent = 0, x->empty = 1;
   x->n = (size_t)in->lead + (size_t)extent * (size_t)x->esz + OPS_GUARD;
   x->host = alloc64(x->n);
   x->init = alloc64(x->n);
   memset(x->host, OPS_POISON, x->n);
-  x->t.data = x->host;
+  x->t.data = x->empty ? NULL : x->host;
   x->t.device.device_type = kDLCPU;
   x->t.ndim = ndim;
   x->t.dtype = dt;

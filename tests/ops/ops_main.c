@@ -178,7 +178,7 @@ static void run_device(ops_inst *in, const ops_device *dev, ops_result *res) {
     ops_tensor *x = &in->x[i];
     x->dev = dev->alloc(x->n);
     bad |= !x->dev || dev->upload(x->dev, x->init, x->n);
-    x->t.data = x->dev;
+    x->t.data = x->empty && dev->device.device_type == kDLCPU ? NULL : x->dev; /* (ops_tensor.empty) */
     x->t.device = dev->device;
   }
   if (!bad) {
@@ -197,7 +197,7 @@ static void run_device(ops_inst *in, const ops_device *dev, ops_result *res) {
       dev->release(x->dev);
     }
     x->dev = NULL;
-    x->t.data = x->host;
+    x->t.data = x->empty ? NULL : x->host;
     x->t.device = (DLDevice){kDLCPU, 0};
   }
   if (rep) dev->release(rep);
