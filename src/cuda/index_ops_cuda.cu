@@ -140,6 +140,14 @@ typedef struct {
   int32_t seq_len, gather_len;
 } combine_req;
 
+/* A thread's first groups of a row, loaded before its requests are found
+ * (on: v[0 .. NF) hold groups tid, tid + bd, ...; by value, so that they
+ * stay in registers). */
+typedef struct {
+  int4 v[4];
+  int on;
+} combine_pre;
+
 /* Token t's row as request r (its range and lengths in q) writes it, by the
  * bd threads tid = 0 .. bd - 1 of the block or of a warp.  Counters in 32 bits: 0 <= topk_len <= topk_n and 0 <=
  * swa_len <= window_size, both int32; the values wrap as wrap32's.  NF:
@@ -147,7 +155,8 @@ typedef struct {
  * requests are found cost 12 registers and T 4096 +0.5-0.9 us for -0.1 us
  * at T 64: bench/NOTES-gpu.md run 32.) */
 static __device__ __forceinline__ void combine_row(const combine_params *p, int64_t r, int64_t t, combine_req q,
-                                                   const int NF, const uint32_t tid, const uint32_t bd) {
+                                                   const int NF, const uint32_t tid, const uint32_t bd,
+                                                   const combine_pre pre) {
   const combine_lens z = combine_lens_of(p, r, t, q.qs, q.qe, q.seq_len, q.gather_len, tid == 0);
   const uint32_t n = (uint32_t)z.topk_len, ns = (uint32_t)z.swa_len, mr = (uint32_t)z.Mr, first = (uint32_t)z.first;
   const uint8_t *tin = p->topk.data + t * p->topk.s0 * 4;
@@ -161,7 +170,8 @@ static __device__ __forceinline__ void combine_row(const combine_params *p, int6
     for (uint32_t g = tid; g < n4; g += NF * bd) {
       int4 v[4];
 #pragma unroll
-      for (int k = 0; k < NF; k++) v[k] = g + k * bd < n4 ? vin[g + k * bd] : make_int4(0, 0, 0, 0);
+      for (int k = 0; k < NF; k++)
+        v[k] = g + k * bd >= n4 ? make_int4(0, 0, 0, 0) : pre.on && g == tid ? pre.v[k] : vin[g + k * bd];
 #pragma unroll
       for (int k = 0; k < NF; k++)
         if (g + k * bd < n4)
@@ -196,11 +206,22 @@ static __device__ __forceinline__ void combine_row(const combine_params *p, int6
  * the same requests).  Threads r < R of the grid then count request r's
  * tokens outside [0, T) in bulk.  NF: 16-byte loads a thread in flight. */
 static __device__ __forceinline__ void combine_tokens(const combine_params &p, int64_t t0, int64_t step, uint32_t tid,
-                                                      uint32_t bd, const int NF, const int WARP) {
+                                                      uint32_t bd, const int NF, const int WARP, const int PRE) {
   if (dnote_idle(p.note)) return;
   const int lane = lane_id();
   const int64_t base = dix_i32(p.qsl, 0);
   for (int64_t t = t0; t < p.T; t += step) {
+    /* PRE: the thread's first NF 16-byte groups of the row loaded with the
+     * requests, so that their round trips overlap (combine_row reads them
+     * for every request that writes the row: the row is the same) */
+    combine_pre pre;
+    pre.on = PRE && p.vec;
+    if (pre.on) {
+      const int4 *vin = (const int4 *)(p.topk.data + t * p.topk.s0 * 4);
+#pragma unroll
+      for (int k = 0; k < NF; k++)
+        pre.v[k] = tid + k * bd < (uint32_t)p.topk_n >> 2 ? vin[tid + k * bd] : make_int4(0, 0, 0, 0);
+    }
     for (int64_t r0 = 0; r0 < p.R; r0 += 32) {
       const int64_t rr = r0 + lane;
       int holds = 0;
@@ -214,7 +235,7 @@ static __device__ __forceinline__ void combine_tokens(const combine_params &p, i
         const int src = __ffs(m) - 1;
         const combine_req qr = {__shfl_sync(FULL_MASK, q.qs, src), __shfl_sync(FULL_MASK, q.qe, src),
                                 __shfl_sync(FULL_MASK, q.seq_len, src), __shfl_sync(FULL_MASK, q.gather_len, src)};
-        combine_row(&p, r0 + src, t, qr, NF, tid, bd);
+        combine_row(&p, r0 + src, t, qr, NF, tid, bd, pre);
         if (WARP) /* the next request's writes land after this one's */
           __syncwarp();
         else
@@ -228,18 +249,20 @@ static __device__ __forceinline__ void combine_tokens(const combine_params &p, i
 /* A block a token (threads over the row): 4 16-byte loads a thread in flight
  * for rows of more than 8 entries a thread (the host chooses; 64 registers
  * instead of 48: T 4096 top-k 1024 7.86 -> 7.61 us on the H200), else 2 (4
- * at top-k 512 ran slower, bench/NOTES-gpu.md run 17). */
+ * at top-k 512 ran slower, bench/NOTES-gpu.md run 17), loaded with the
+ * requests (fewer than index_warp_rows' rows: the warp kernel takes more;
+ * run 49). */
 __global__ void __launch_bounds__(CUDA_BLOCK) combine_kernel(combine_params p) {
-  combine_tokens(p, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x, 2, 0);
+  combine_tokens(p, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x, 2, 0, 1);
 }
 __global__ void __launch_bounds__(CUDA_BLOCK) combine_wide_kernel(combine_params p) {
-  combine_tokens(p, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x, 4, 0);
+  combine_tokens(p, blockIdx.x, gridDim.x, threadIdx.x, blockDim.x, 4, 0, 0);
 }
 /* A warp a token, 4 16-byte loads a lane in flight (a top-k 512 row in one
  * round): no block barrier, and a block holds several tokens. */
 __global__ void __launch_bounds__(CUDA_BLOCK, 4) combine_warp_kernel(combine_params p) {
   const uint32_t wpb = blockDim.x >> 5;
-  combine_tokens(p, (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5), (int64_t)gridDim.x * wpb, lane_id(), 32, 4, 1);
+  combine_tokens(p, (int64_t)blockIdx.x * wpb + (threadIdx.x >> 5), (int64_t)gridDim.x * wpb, lane_id(), 32, 4, 1, 0);
 }
 
 /* Whether the rows of topk and combined can be read and written 16 bytes at a time. */
