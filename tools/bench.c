@@ -133,6 +133,9 @@ static void usage(FILE *f) {
           "        Inserts at >= 64k tokens and the indexer store at 16384 are timed again\n"
           "        with distinct slots promised (options.distinct_slots: rows ending in\n"
           "        ', distinct slots'); the CPU, which ignores the promise, leaves them out.\n"
+          "  Global top-k and flashinfer at T 4096, top-k 1024 run again with an engine's\n"
+          "  block table, 2048 columns wide (rows ending in ', table of 2048 columns'; the\n"
+          "  entries still in the first 65-69 columns; no reference figure).\n"
           "\n"
           "  --op OP        insert, gather, global_topk, combine, flashinfer, indexer or all (the default)\n"
           "  --record REC   v4, mxfp8, nvfp4 (inserts, gathers), fp8, mxfp4 (indexer), or all (the default)\n"
@@ -208,6 +211,7 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
       cJSON_AddNumberToObject(r, "copy_gbps", here);
       cJSON_AddNumberToObject(r, "pct_copy", here > 0 ? 100 * gbps / here : 0);
       cJSON_AddNumberToObject(r, "runs", runs);
+      if (c.table_columns) cJSON_AddNumberToObject(r, "table_columns", (double)c.table_columns);
       cJSON_AddItemToArray(rows, r);
     }
     bench_case_free(&c);

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { PLAIN, DISTINCT, WIDE };
 typedef struct {
   const char *op, *record, *size;
   int64_t a, b; /* tokens; gather: requests x tokens; index ops: T, topk */
-  int distinct; /* inserts, indexer: the call promises distinct slots (GPU only) */
+  int variant; /* DISTINCT (inserts, indexer): the call promises distinct slots (GPU only);
+                  WIDE (global top-k, flashinfer): the block table BENCH_WIDE_COLUMNS wide */
 } bench_spec;
 
 static const bench_spec specs[] = {
@@ -34,10 +36,13 @@ static const bench_spec specs[] = {
     {"indexer", "fp8", "prefill", 16384, 0, 0},  {"indexer", "mxfp4", "decode", 256, 0, 0},
     {"indexer", "mxfp4", "prefill", 16384, 0, 0},
     /* last, so that the configurations above keep their inputs (seeded by index) */
-#define DISTINCT(rec) {"insert", rec, "large", 65536, 0, 1}, {"insert", rec, "large", 524288, 0, 1},
-    DISTINCT("v4") DISTINCT("mxfp8") DISTINCT("nvfp4")
-#undef DISTINCT
-    {"indexer", "fp8", "prefill", 16384, 0, 1},  {"indexer", "mxfp4", "prefill", 16384, 0, 1},
+#define DISTINCT_OF(rec) {"insert", rec, "large", 65536, 0, DISTINCT}, {"insert", rec, "large", 524288, 0, DISTINCT},
+    DISTINCT_OF("v4") DISTINCT_OF("mxfp8") DISTINCT_OF("nvfp4")
+#undef DISTINCT_OF
+    {"indexer", "fp8", "prefill", 16384, 0, DISTINCT},  {"indexer", "mxfp4", "prefill", 16384, 0, DISTINCT},
+    /* an engine's block table, as wide as its longest sequence, whose rows' entries use the first
+     * columns only (the table rows' lookups in registers reach the first 64 / 128 columns) */
+    {"global_topk", "", "prefill", 4096, 1024, WIDE}, {"flashinfer", "", "prefill", 4096, 1024, WIDE},
 };
 enum { NUM_SPECS = sizeof specs / sizeof specs[0], WINDOW = 128, BS = 64 };
 
@@ -156,11 +161,11 @@ static int make_gather(bench_case *c, const bench_spec *s) {
 }
 
 static int make_global_topk(bench_case *c, const bench_spec *s) {
-  const int64_t T = s->a, K = s->b, R = 16, P = (4 * K + BS - 1) / BS;
+  const int64_t T = s->a, K = s->b, R = 16, used = (4 * K + BS - 1) / BS, P = s->variant == WIDE ? BENCH_WIDE_COLUMNS : used;
   DLTensor *topk = tensor(c, I32, 2, T, K, 0), *req = tensor(c, I32, 1, T, 0, 0), *bt = tensor(c, I32, 2, R, P, 0);
   DLTensor *valid = tensor(c, BOOL, 1, T, 0, 0), *glob = tensor(c, I32, 2, T, K, 0), *lens = tensor(c, I32, 1, T, 0, 0);
   if (!topk || !req || !bt || !valid || !glob || !lens) return -2;
-  for (int64_t i = 0; i < T * K; i++) I32P(topk)[i] = (int32_t)(rnd() % (uint64_t)(P * BS));
+  for (int64_t i = 0; i < T * K; i++) I32P(topk)[i] = (int32_t)(rnd() % (uint64_t)(used * BS));
   for (int64_t t = 0; t < T; t++) I32P(req)[t] = (int32_t)(rnd() % R), ((uint8_t *)valid->data)[t] = 1;
   for (int64_t i = 0; i < R * P; i++) I32P(bt)[i] = (int32_t)(rnd() % 100000);
   c->call.op = OPCALL_GLOBAL_TOPK;
@@ -198,7 +203,7 @@ static int make_combine(bench_case *c, const bench_spec *s) {
  * prefill requests of 256 tokens at positions >= 4 x topk. */
 static int make_flashinfer(bench_case *c, const bench_spec *s) {
   const int64_t T = s->a, K = s->b, D = T < 64 ? T : 64, P = T - D, per = 256, Rp = (P + per - 1) / per;
-  const int64_t R = D + Rp, seq_len = 4 * K + per, cols = (seq_len + BS - 1) / BS + 1;
+  const int64_t R = D + Rp, seq_len = 4 * K + per, cols = s->variant == WIDE ? BENCH_WIDE_COLUMNS : (seq_len + BS - 1) / BS + 1;
   DLTensor *dswa = tensor(c, I32, 2, D, WINDOW, 0), *dcomp = tensor(c, I32, 2, D, K, 0);
   DLTensor *dlens = tensor(c, I32, 1, D, 0, 0), *ptopk = tensor(c, I32, 2, P, K, 0);
   DLTensor *qsl = tensor(c, I32, 1, R + 1, 0, 0), *seq = tensor(c, I32, 1, R, 0, 0);
@@ -271,7 +276,12 @@ int bench_case_make(int index, const char *op, const char *record, const char *s
            : !strcmp(s->op, "combine")     ? make_combine(c, s)
            : !strcmp(s->op, "flashinfer")  ? make_flashinfer(c, s)
                                            : make_indexer(c, s);
-  if (rc == 1 && s->distinct) {
+  if (rc == 1 && s->variant == WIDE) {
+    c->table_columns = BENCH_WIDE_COLUMNS;
+    const size_t n = strlen(c->name);
+    snprintf(c->name + n, sizeof c->name - n, ", table of %d columns", BENCH_WIDE_COLUMNS);
+  }
+  if (rc == 1 && s->variant == DISTINCT) {
     c->distinct_slots = 1;
     const size_t n = strlen(c->name);
     snprintf(c->name + n, sizeof c->name - n, "%s", BENCH_DISTINCT_SUFFIX);

@@ -22,6 +22,7 @@
 
 enum { BENCH_MAX_BUFS = 16 };
 #define BENCH_DISTINCT_SUFFIX ", distinct slots"
+#define BENCH_WIDE_COLUMNS 2048 /* an engine's block table: it spans the longest sequence served */
 
 typedef struct {
   char name[96];     /* the anchor's config name, e.g. "insert_v4 N=4096" */
@@ -34,6 +35,10 @@ typedef struct {
                         in BENCH_DISTINCT_SUFFIX): GPU inserts and indexer
                         store without their duplicate resolution; the CPU
                         bench leaves these configurations out */
+  int64_t table_columns; /* global top-k, flashinfer: the block table's columns
+                            when widened to BENCH_WIDE_COLUMNS (the name ends in
+                            ", table of N columns"; entries still in the first
+                            few), else 0 */
   opcall call;
   /* storage */
   void *bufs[BENCH_MAX_BUFS];

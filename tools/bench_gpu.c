@@ -217,6 +217,7 @@ static void add_row(cJSON *rows, const bench_case *c, double e, double host, dou
   cJSON_AddNumberToObject(r, "tokens", (double)c->tokens);
   cJSON_AddNumberToObject(r, "bytes", (double)c->bytes);
   if (c->distinct_slots) cJSON_AddBoolToObject(r, "distinct_slots", 1);
+  if (c->table_columns) cJSON_AddNumberToObject(r, "table_columns", (double)c->table_columns);
   cJSON_AddNumberToObject(r, "eager_us", e);
   cJSON_AddNumberToObject(r, "host_us", host);
   cJSON_AddNumberToObject(r, "graph_us", gr);

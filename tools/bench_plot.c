@@ -16,6 +16,7 @@
 
 enum { MAX_JSON = 16 << 20, MAX_SERIES = 24, KEY_LEN = 112 };
 #define DISTINCT_TAG " (distinct slots)"
+#define WIDE_TAG " (wide table)"
 
 const char *bench_json_str(cJSON *o, const char *k) {
   cJSON *v = cJSON_GetObjectItem(o, k);
@@ -87,13 +88,15 @@ static void plot_safe(char *t, int newline) {
       *t = '_';
 }
 
-/* Row r's series: op and record, and " distinct" for a row timed with
+/* Row r's series: op and record, DISTINCT_TAG for a row timed with
  * distinct slots promised when `mark` (not for the reference's points,
- * which are the same configuration's). */
+ * which are the same configuration's), WIDE_TAG for one with a widened
+ * block table (no reference point has one). */
 static void series_key(cJSON *r, char *key, int mark) {
   const char *rec = cJSON_GetObjectItem(r, "record")->valuestring;
-  snprintf(key, KEY_LEN, "%.40s%s%.40s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec,
-           mark && cJSON_IsTrue(cJSON_GetObjectItem(r, "distinct_slots")) ? DISTINCT_TAG : "");
+  snprintf(key, KEY_LEN, "%.40s%s%.40s%s%s", cJSON_GetObjectItem(r, "op")->valuestring, *rec ? " " : "", rec,
+           mark && cJSON_IsTrue(cJSON_GetObjectItem(r, "distinct_slots")) ? DISTINCT_TAG : "",
+           finite_number(cJSON_GetObjectItem(r, "table_columns")) ? WIDE_TAG : "");
   plot_safe(key, 0);
 }
 
@@ -173,9 +176,12 @@ static void plot_script(FILE *g, const char *path, const char *title, double cei
   if (lo <= hi) fprintf(g, "set xrange [%.17g:%.17g]\n", lo / 1.5, hi * 1.5);
   fprintf(g, "plot %.17g with lines dt 2 lw 2 lc rgb 'black' title 'copy ceiling (same run)'", ceiling);
   for (int i = 0; i < n; i++) {
-    /* a distinct-slots series: its configuration's colour, dashed, triangles */
-    const size_t kl = strlen(k_ours[i]), tl = strlen(DISTINCT_TAG);
-    const int dist = kl > tl && !strcmp(k_ours[i] + kl - tl, DISTINCT_TAG);
+    /* a distinct-slots or wide-table series: its configuration's colour, dashed, triangles */
+    const size_t kl = strlen(k_ours[i]), dl = strlen(DISTINCT_TAG), wl = strlen(WIDE_TAG);
+    const size_t tl = kl > dl && !strcmp(k_ours[i] + kl - dl, DISTINCT_TAG) ? dl
+                      : kl > wl && !strcmp(k_ours[i] + kl - wl, WIDE_TAG) ? wl
+                                                                          : 0;
+    const int dist = tl > 0;
     int c = i;
     if (dist)
       for (int k = 0; k < n; k++)

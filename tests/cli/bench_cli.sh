@@ -27,6 +27,16 @@ for r in rows:
     assert abs(r["gbps"] - r["bytes"] / r["median_us"] / 1e3) < 1e-6 * r["gbps"], r
 assert {r["op"] for r in rows} == {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer"}
 PY
+"$bin" bench --op global_topk --sizes prefill --min-runs 1 --min-seconds 0 --json "$work/w.json" >"$work/out" 2>&1 ||
+  fail "bench --op global_topk --sizes prefill"
+grep -q "^compute_global_topk T=4096 topk=1024, table of 2048 columns" "$work/out" || fail "no wide-table row"
+python3 - "$work/w.json" <<'PY' || fail "the wide-table row's JSON"
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+wide = [r for r in rows if r.get("table_columns") == 2048]
+assert len(wide) == 1 and wide[0]["config"].endswith(", table of 2048 columns"), rows
+assert all("table_columns" not in r for r in rows if r is not wide[0]), rows
+PY
 "$bin" bench --op gather --record nvfp4 --sizes decode --min-runs 1 --min-seconds 0 >"$work/out" 2>&1 ||
   fail "a filtered run"
 [ "$(grep -c '^gather_' "$work/out")" -eq 1 ] || fail "--op gather --record nvfp4 --sizes decode: not one config"
