@@ -161,7 +161,8 @@ static int make_gather(bench_case *c, const bench_spec *s) {
 }
 
 static int make_global_topk(bench_case *c, const bench_spec *s) {
-  const int64_t T = s->a, K = s->b, R = 16, used = (4 * K + BS - 1) / BS, P = s->variant == WIDE ? BENCH_WIDE_COLUMNS : used;
+  const int64_t T = s->a, K = s->b, R = 16, used = (4 * K + BS - 1) / BS;
+  const int64_t P = s->variant == WIDE ? BENCH_WIDE_COLUMNS : used;
   DLTensor *topk = tensor(c, I32, 2, T, K, 0), *req = tensor(c, I32, 1, T, 0, 0), *bt = tensor(c, I32, 2, R, P, 0);
   DLTensor *valid = tensor(c, BOOL, 1, T, 0, 0), *glob = tensor(c, I32, 2, T, K, 0), *lens = tensor(c, I32, 1, T, 0, 0);
   if (!topk || !req || !bt || !valid || !glob || !lens) return -2;
@@ -203,7 +204,8 @@ static int make_combine(bench_case *c, const bench_spec *s) {
  * prefill requests of 256 tokens at positions >= 4 x topk. */
 static int make_flashinfer(bench_case *c, const bench_spec *s) {
   const int64_t T = s->a, K = s->b, D = T < 64 ? T : 64, P = T - D, per = 256, Rp = (P + per - 1) / per;
-  const int64_t R = D + Rp, seq_len = 4 * K + per, cols = s->variant == WIDE ? BENCH_WIDE_COLUMNS : (seq_len + BS - 1) / BS + 1;
+  const int64_t R = D + Rp, seq_len = 4 * K + per;
+  const int64_t cols = s->variant == WIDE ? BENCH_WIDE_COLUMNS : (seq_len + BS - 1) / BS + 1;
   DLTensor *dswa = tensor(c, I32, 2, D, WINDOW, 0), *dcomp = tensor(c, I32, 2, D, K, 0);
   DLTensor *dlens = tensor(c, I32, 1, D, 0, 0), *ptopk = tensor(c, I32, 2, P, K, 0);
   DLTensor *qsl = tensor(c, I32, 1, R + 1, 0, 0), *seq = tensor(c, I32, 1, R, 0, 0);
@@ -276,15 +278,15 @@ int bench_case_make(int index, const char *op, const char *record, const char *s
            : !strcmp(s->op, "combine")     ? make_combine(c, s)
            : !strcmp(s->op, "flashinfer")  ? make_flashinfer(c, s)
                                            : make_indexer(c, s);
-  if (rc == 1 && s->variant == WIDE) {
-    c->table_columns = BENCH_WIDE_COLUMNS;
+  if (rc == 1 && s->variant != PLAIN) { /* the variant named after the anchor's configuration */
     const size_t n = strlen(c->name);
-    snprintf(c->name + n, sizeof c->name - n, ", table of %d columns", BENCH_WIDE_COLUMNS);
-  }
-  if (rc == 1 && s->variant == DISTINCT) {
-    c->distinct_slots = 1;
-    const size_t n = strlen(c->name);
-    snprintf(c->name + n, sizeof c->name - n, "%s", BENCH_DISTINCT_SUFFIX);
+    if (s->variant == WIDE) {
+      c->table_columns = BENCH_WIDE_COLUMNS;
+      snprintf(c->name + n, sizeof c->name - n, ", table of %d columns", BENCH_WIDE_COLUMNS);
+    } else {
+      c->distinct_slots = 1;
+      snprintf(c->name + n, sizeof c->name - n, "%s", BENCH_DISTINCT_SUFFIX);
+    }
   }
   if (rc != 1) bench_case_free(c);
   return rc;

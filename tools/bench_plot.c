@@ -181,13 +181,13 @@ static void plot_script(FILE *g, const char *path, const char *title, double cei
     const size_t tl = kl > dl && !strcmp(k_ours[i] + kl - dl, DISTINCT_TAG) ? dl
                       : kl > wl && !strcmp(k_ours[i] + kl - wl, WIDE_TAG) ? wl
                                                                           : 0;
-    const int dist = tl > 0;
+    const int variant = tl > 0;
     int c = i;
-    if (dist)
+    if (variant)
       for (int k = 0; k < n; k++)
         if (strlen(k_ours[k]) == kl - tl && !strncmp(k_ours[k], k_ours[i], kl - tl)) c = k;
     fprintf(g, ", '%s' index %d using 1:2 with linespoints lw 2 %s lc rgb '%s' title '%s'", ours, i,
-            dist ? "dt 3 pt 9" : "pt 7", colours[c % ncol], k_ours[i]);
+            variant ? "dt 3 pt 9" : "pt 7", colours[c % ncol], k_ours[i]);
   }
   for (int i = 0; i < nr; i++) {
     int k = 0;
