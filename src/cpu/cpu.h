@@ -40,20 +40,32 @@ static inline int64_t pd_off(pagediv d, int64_t x) { return d.shift >= 0 ? x & (
 
 /* Threads (src/cpu/pool.c, where the choice is explained): a job runs
  * fn(ctx, t, nt) on the caller (t = 0) and on the workers t = 1 .. nt-1 that
- * take it before the caller has finished; the pool never spins.  fn must take
+ * join it before the caller has finished.  fn must take
  * all its work from cpu_chunk_next, since a worker may run no part of a job.
  * cpu_run returns the team size it asked for (1 when nt <= 1 or another
  * caller holds the pool); kernels must give the same bytes for every nt. */
 typedef void (*cpu_task_fn)(void *ctx, int t, int nt);
 int cpu_run(int nt, cpu_task_fn fn, void *ctx);
 
-/* Below this single-thread estimate a call stays on the calling thread: a
- * sleeping worker takes ~60-100 us to wake on this kind of machine, so a
- * second thread gains only on calls several times that long. */
+/* Below this single-thread estimate a call wakes no sleeping worker: a
+ * sleeping worker takes ~60-100 us to wake on this kind of machine (and the
+ * caller ~10 us to wake it), so a second thread gains only on calls several
+ * times that long. */
 #define CPU_PARALLEL_MIN_NS 200000.0
-/* Threads for a call whose single-thread time is estimated at est_ns: 1
- * below CPU_PARALLEL_MIN_NS, else one per half of it, at most the requested
- * threads (o->num_threads, else omp_get_max_threads()) and the processors. */
+/* A worker watches for the next job this long after its last one
+ * (DSV4KV_CPU_SPIN_US overrides it; 0: it sleeps at once, and short calls
+ * stay on the calling thread). */
+#define CPU_SPIN_US 50.0
+/* Calls estimated from this up to CPU_PARALLEL_MIN_NS share their chunks
+ * with the workers that are awake (watching); shorter ones stay on the
+ * calling thread (calls of 3-6 us ran no faster on two). */
+#define CPU_SHORT_TEAM_MIN_NS 8000.0
+/* Threads for a call whose single-thread time is estimated at est_ns (the
+ * requested threads: o->num_threads, else omp_get_max_threads(), at most
+ * the processors): from CPU_PARALLEL_MIN_NS one per half of it; below it
+ * the requested threads where a worker is awake (the call then wakes none)
+ * or short calls arrive as a stream (it wakes one), else 1.  The next
+ * cpu_run on the calling thread is the call's. */
 int cpu_team(const exec_opts *o, double est_ns);
 
 /* Outputs larger than this (bytes) are written with non-temporal stores

@@ -8,62 +8,135 @@
  * 8 ms instead of 0.08); with OMP_WAIT_POLICY=passive nothing spins, but
  * every region pays a team wake-up (~60-100 us: a 64-token combine 102 us
  * on 2 threads, 4.7 on 1).  The policy is the application's (read once by
- * libgomp at start-up), so the library cannot choose it.  This pool never
- * spins: idle workers sleep on a condition variable, the caller works as
- * thread 0 and then sleeps until the others are done.  Work is handed out
- * in chunks from an atomic counter (cpu_chunk_next), so a thread that
- * another process delays does less of the call instead of holding it up;
- * and a worker that has not taken the job by the time the caller has run
- * out of chunks is let off it, so that its wake-up (tens of microseconds on
- * these VMs, a scheduler tick beside a busy process) holds nothing up.
- * Every task must therefore take its work only from cpu_chunk_next.
- * Calls too small to gain from a second thread run on the calling thread
- * (cpu_team), so decode-size calls pay no wake-up at all.
+ * libgomp at start-up), so the library cannot choose it.
+ *
+ * Here a worker that finishes a job watches for the next one for a short
+ * while (DSV4KV_CPU_SPIN_US, default 50 us; never on the processor the
+ * caller last ran on) and then sleeps on a condition variable.  Waking a
+ * sleeping worker costs the caller itself ~10 us on these VMs (the wake-up's
+ * interrupt to an idle virtual processor: 2026-12-07-cpu-zen4/pool-spin.txt),
+ * so only calls estimated at CPU_PARALLEL_MIN_NS or more wake workers; a
+ * shorter call (from CPU_SHORT_TEAM_MIN_NS) shares its chunks with the
+ * workers that are awake, and wakes one only when short calls have been
+ * arriving within the spin time of each other (a stream, such as a decode
+ * step's layers), so that it stays awake for the ones after.  The caller
+ * works as thread 0, then waits for the workers that took part, watching
+ * for a while before it sleeps.  Work is handed out in chunks from an atomic
+ * counter (cpu_chunk_next), so a thread that another process delays does
+ * less of the call instead of holding it up; a worker that has not joined
+ * by the time the caller has run out of chunks is let off the job (it finds
+ * the job closed).  Every task must therefore take its work only from
+ * cpu_chunk_next.
  *
  * One caller uses the pool at a time; a call that finds it busy (another
  * application thread inside the library) runs on its own thread. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getcpu */
 
 #include <omp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "cpu/cpu.h"
 
 enum { POOL_MAX_WORKERS = 63 };
 
+/* The job word: generation << 16 | team size << 8 | CLOSED | workers in it.
+ * Workers join by incrementing it while the generation is theirs and the
+ * job is not closed; the caller closes it when it finds no chunk left. */
+#define JOB_GEN_SHIFT 16
+#define JOB_NT(w) ((int)(((w) >> 8) & 0xFF))
+#define JOB_CLOSED ((uint64_t)0x80)
+#define JOB_COUNT(w) ((int)((w) & 0x7F))
+
 typedef struct {
-  pthread_cond_t wake;
-  uint64_t seen; /* generation of the last job this worker took */
+  _Alignas(64) pthread_cond_t wake; /* a line of its own: the caller reads `asleep` of each */
+  _Atomic int asleep;               /* on its condition variable (set and cleared under pool_m) */
 } worker;
 
 static pthread_mutex_t pool_user = PTHREAD_MUTEX_INITIALIZER; /* held by the call using the pool */
-static pthread_mutex_t pool_m = PTHREAD_MUTEX_INITIALIZER;    /* guards everything below */
+static pthread_mutex_t pool_m = PTHREAD_MUTEX_INITIALIZER;    /* guards sleeping and waking */
 static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
 static worker workers[POOL_MAX_WORKERS];
-static int num_workers, pending, job_nt, atfork_set;
-static uint64_t generation;
+static _Atomic int num_workers; /* written under pool_m */
+static int atfork_set;
+static uint64_t generation;                 /* the last job's (the pool user's) */
+static _Atomic uint64_t job_word;
+static _Atomic int caller_asleep, caller_cpu = -1;
 static cpu_task_fn job_fn;
 static void *job_ctx;
+static _Thread_local int team_awake_only; /* cpu_team's word to the cpu_run after it */
+
+/* After a worker found itself on the caller's processor, short calls wake
+ * none for this long: each such wake-up costs the caller ~10 us for nothing. */
+#define POOL_WAKE_BACKOFF_NS 20000000
+static _Atomic int64_t no_short_wake_until;
+
+static double spin_ns = -1; /* read once (spin_once) */
+static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Waits until the job word's generation is not `seen`: watches it for
+ * spin_ns (not on the caller's processor, where watching would take the
+ * caller's time), then sleeps. */
+static uint64_t await_job(worker *w, uint64_t seen) {
+  uint64_t word = atomic_load(&job_word);
+  if (word >> JOB_GEN_SHIFT != seen) return word;
+  if (spin_ns > 0) {
+    const int64_t t0 = now_ns();
+    for (unsigned i = 1;; i++) {
+      cpu_relax();
+      word = atomic_load_explicit(&job_word, memory_order_acquire);
+      if (word >> JOB_GEN_SHIFT != seen) return word;
+      if (i % 64 == 0 && now_ns() - t0 > spin_ns) break;
+      if (i % 64 == 0 && atomic_load(&caller_cpu) >= 0 && sched_getcpu() == atomic_load(&caller_cpu)) {
+        /* placed beside the caller (the other processors busy): short
+         * calls stop waking workers for a while */
+        atomic_store(&no_short_wake_until, now_ns() + POOL_WAKE_BACKOFF_NS);
+        break;
+      }
+    }
+  }
+  pthread_mutex_lock(&pool_m);
+  atomic_store(&w->asleep, 1);
+  while ((word = atomic_load(&job_word)) >> JOB_GEN_SHIFT == seen) pthread_cond_wait(&w->wake, &pool_m);
+  atomic_store(&w->asleep, 0);
+  pthread_mutex_unlock(&pool_m);
+  return word;
+}
 
 static void *worker_main(void *arg) {
   const int id = (int)(intptr_t)arg; /* thread number 1.. in a job */
   worker *w = &workers[id - 1];
-  pthread_mutex_lock(&pool_m);
+  uint64_t seen = 0;
   for (;;) {
-    while (w->seen == generation || id >= job_nt) {
-      w->seen = generation; /* a job this worker is not part of */
-      pthread_cond_wait(&w->wake, &pool_m);
+    uint64_t cur = await_job(w, seen);
+    seen = cur >> JOB_GEN_SHIFT;
+    if (id >= JOB_NT(cur)) continue; /* a job this worker is not part of */
+    int joined = 0;
+    while (!(cur & JOB_CLOSED) && cur >> JOB_GEN_SHIFT == seen && !joined)
+      joined = atomic_compare_exchange_weak(&job_word, &cur, cur + 1);
+    if (!joined) continue; /* let off: the caller took every chunk */
+    job_fn(job_ctx, id, JOB_NT(cur));
+    const uint64_t left = atomic_fetch_sub(&job_word, 1) - 1;
+    if (JOB_COUNT(left) == 0 && (left & JOB_CLOSED) && atomic_load(&caller_asleep)) {
+      pthread_mutex_lock(&pool_m);
+      pthread_cond_signal(&pool_done);
+      pthread_mutex_unlock(&pool_m);
     }
-    w->seen = generation;
-    cpu_task_fn fn = job_fn;
-    void *ctx = job_ctx;
-    const int nt = job_nt;
-    pthread_mutex_unlock(&pool_m);
-    fn(ctx, id, nt);
-    pthread_mutex_lock(&pool_m);
-    if (--pending == 0) pthread_cond_signal(&pool_done);
   }
   return NULL;
 }
@@ -73,7 +146,10 @@ static void pool_after_fork(void) {
   pthread_mutex_init(&pool_user, NULL);
   pthread_mutex_init(&pool_m, NULL);
   pthread_cond_init(&pool_done, NULL);
-  num_workers = pending = job_nt = 0;
+  atomic_store(&num_workers, 0);
+  generation = 0;
+  atomic_store(&job_word, 0);
+  atomic_store(&caller_asleep, 0);
 }
 
 /* Starts workers until there are `want` (or creation fails); pool_m held. */
@@ -82,7 +158,7 @@ static void grow(int want) {
   while (num_workers < want && num_workers < POOL_MAX_WORKERS) {
     worker *w = &workers[num_workers];
     pthread_cond_init(&w->wake, NULL);
-    w->seen = generation;
+    atomic_store(&w->asleep, 0);
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -90,32 +166,60 @@ static void grow(int want) {
     int ok = pthread_create(&th, &at, worker_main, (void *)(intptr_t)(num_workers + 1)) == 0;
     pthread_attr_destroy(&at);
     if (!ok) break;
-    num_workers++;
+    atomic_fetch_add(&num_workers, 1); /* after the worker's fields: awake_workers reads them */
+  }
+}
+
+/* The caller's wait for the workers in the closed job: watched for up to
+ * POOL_CALLER_SPIN_NS (a worker that joined is running a chunk), then asleep
+ * until the last one leaves. */
+#define POOL_CALLER_SPIN_NS 200000
+static void await_workers(void) {
+  const int64_t t0 = now_ns();
+  for (unsigned i = 1; JOB_COUNT(atomic_load_explicit(&job_word, memory_order_acquire)) > 0; i++) {
+    cpu_relax();
+    if (i % 64 == 0 && now_ns() - t0 > POOL_CALLER_SPIN_NS) {
+      pthread_mutex_lock(&pool_m);
+      atomic_store(&caller_asleep, 1);
+      while (JOB_COUNT(atomic_load(&job_word)) > 0) pthread_cond_wait(&pool_done, &pool_m);
+      atomic_store(&caller_asleep, 0);
+      pthread_mutex_unlock(&pool_m);
+      return;
+    }
   }
 }
 
 int cpu_run(int nt, cpu_task_fn fn, void *ctx) {
+  const int awake_only = team_awake_only;
+  team_awake_only = 0;
   if (nt <= 1 || pthread_mutex_trylock(&pool_user) != 0) {
     fn(ctx, 0, 1);
     return 1;
   }
   pthread_mutex_lock(&pool_m);
-  grow(nt - 1);
+  if (!awake_only) grow(nt - 1);
   if (nt > num_workers + 1) nt = num_workers + 1;
-  job_fn = fn, job_ctx = ctx, job_nt = nt, pending = nt - 1;
+  pthread_mutex_unlock(&pool_m);
+  if (nt <= 1) {
+    pthread_mutex_unlock(&pool_user);
+    fn(ctx, 0, 1);
+    return 1;
+  }
+  job_fn = fn, job_ctx = ctx;
   generation++;
-  for (int i = 0; i < nt - 1; i++) pthread_cond_signal(&workers[i].wake);
-  pthread_mutex_unlock(&pool_m);
+  atomic_store(&job_word, generation << JOB_GEN_SHIFT | (uint64_t)nt << 8);
+  /* A worker sets `asleep` before it looks at the job word a last time, and
+   * this looks at `asleep` after storing the word: one of the two sees the
+   * other's store, so no worker sleeps through a job it was woken for. */
+  for (int i = 0; i < nt - 1 && !awake_only; i++)
+    if (atomic_load(&workers[i].asleep)) {
+      pthread_mutex_lock(&pool_m);
+      pthread_cond_signal(&workers[i].wake);
+      pthread_mutex_unlock(&pool_m);
+    }
   fn(ctx, 0, nt);
-  pthread_mutex_lock(&pool_m);
-  /* The caller found no chunk left: workers that have not taken the job
-   * would find none either, so they are let off it (job_nt = 0 keeps them
-   * asleep) and only the ones running it are waited for. */
-  for (int i = 0; i < nt - 1; i++)
-    if (workers[i].seen != generation) workers[i].seen = generation, pending--;
-  job_nt = 0;
-  while (pending > 0) pthread_cond_wait(&pool_done, &pool_m);
-  pthread_mutex_unlock(&pool_m);
+  /* No chunk is left: workers that have not joined are let off. */
+  if (JOB_COUNT(atomic_fetch_or(&job_word, JOB_CLOSED)) > 0) await_workers();
   pthread_mutex_unlock(&pool_user);
   return nt;
 }
@@ -135,6 +239,7 @@ static double env_threshold(const char *name, double def, double max) {
 static double min_ns;
 static pthread_once_t min_ns_once = PTHREAD_ONCE_INIT;
 static void read_min_ns(void) { min_ns = env_threshold("DSV4KV_CPU_PARALLEL_MIN_NS", CPU_PARALLEL_MIN_NS, 1e15); }
+static void read_spin(void) { spin_ns = 1e3 * env_threshold("DSV4KV_CPU_SPIN_US", CPU_SPIN_US, 1e6); }
 
 /* The output size past which gathers store rows non-temporally:
  * CPU_NT_MIN_BYTES, or DSV4KV_CPU_NT_MIN_BYTES when set (0: always where the
@@ -147,6 +252,28 @@ double cpu_nt_min_bytes(void) {
   return nt_min_bytes;
 }
 
+/* Short calls: how many of the first `want` workers are awake, and whether
+ * short calls have been arriving as a stream (POOL_STREAM_CALLS in a row,
+ * each within the spin time of the one before). */
+enum { POOL_STREAM_CALLS = 3 };
+static _Atomic int64_t last_short_ns;
+static _Atomic int short_run;
+static int awake_workers(int want) {
+  const int have = atomic_load(&num_workers);
+  int n = 0;
+  for (int i = 0; i < have && i < want; i++) n += !atomic_load(&workers[i].asleep);
+  return n;
+}
+static int short_stream(void) {
+  const int64_t t = now_ns(), last = atomic_exchange(&last_short_ns, t);
+  if (t < atomic_load(&no_short_wake_until)) return 0;
+  if (t - last > spin_ns) {
+    atomic_store(&short_run, 1);
+    return 0;
+  }
+  return atomic_fetch_add(&short_run, 1) + 1 >= POOL_STREAM_CALLS;
+}
+
 int cpu_team(const exec_opts *o, double est_ns) {
   /* More threads than processors never helps; OMP_NUM_THREADS (through
    * omp_get_max_threads) still sets the default, as it did. */
@@ -155,10 +282,21 @@ int cpu_team(const exec_opts *o, double est_ns) {
   if (want > procs) want = procs;
   if (want > POOL_MAX_WORKERS + 1) want = POOL_MAX_WORKERS + 1;
   pthread_once(&min_ns_once, read_min_ns);
+  pthread_once(&spin_once, read_spin);
+  team_awake_only = 0;
+  atomic_store_explicit(&caller_cpu, sched_getcpu(), memory_order_relaxed);
   if (min_ns <= 0) return want;
-  if (est_ns < min_ns) return 1;
-  const double per = est_ns / (min_ns / 2); /* every thread gets >= half the threshold */
-  return per < want ? (int)per : want;
+  if (est_ns >= min_ns) {
+    const double per = est_ns / (min_ns / 2); /* every thread gets >= half the threshold */
+    return per < want ? (int)per : want;
+  }
+  if (want < 2 || est_ns < CPU_SHORT_TEAM_MIN_NS || spin_ns <= 0) return 1;
+  const int stream = short_stream(), awake = awake_workers(want - 1);
+  if (awake > 0) { /* the team of every worker; the ones asleep are not woken */
+    team_awake_only = 1;
+    return want;
+  }
+  return stream ? 2 : 1; /* wakes one worker: the stream's next calls find it awake */
 }
 
 int cpu_chunk_next(cpu_chunks *c, int64_t *lo, int64_t *hi) {
