@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >&2
 cmake --build build --target dsv4kv_cli -j"$(nproc)" >&2
-# The library's own thread pool never spins; libgomp is still linked (the
-# thread count's defaults, the bench's memcpy), and passive waiting keeps its
-# idle threads off the cores.  An OMP_WAIT_POLICY already set wins.
+# The library runs its own thread pool, not OpenMP teams; libgomp is still
+# linked (the thread count's defaults), and passive waiting keeps any idle
+# threads of its off the cores.  An OMP_WAIT_POLICY already set wins.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 exec build/dsv4kv run "$@"

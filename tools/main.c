@@ -20,7 +20,16 @@ static void usage(FILE *f) {
           "  bench    time every op at the reference's sizes beside the copy bandwidth\n"
           "  version  print the library version (also -V, --version)\n"
           "\n"
-          "'dsv4kv <command> --help' describes a command's options.\n");
+          "'dsv4kv <command> --help' describes a command's options.\n"
+          "\n"
+          "environment (the CPU backend; a malformed value is ignored):\n"
+          "  DSV4KV_CPU_PATH=scalar|avx2|avx512  the SIMD path (default: the best this processor runs)\n"
+          "  DSV4KV_CPU_PARALLEL_MIN_NS=N        single-thread estimate from which a call wakes\n"
+          "                                      workers (default 200000; 0: every call, all threads)\n"
+          "  DSV4KV_CPU_SPIN_US=N                how long a worker watches for the next call before\n"
+          "                                      it sleeps (default 50; 0: at once)\n"
+          "  DSV4KV_CPU_NT_MIN_BYTES=N           output size from which rows are stored non-temporally\n"
+          "                                      (default 33554432)\n");
 }
 
 static void usage_version(FILE *f) {

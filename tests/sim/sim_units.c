@@ -468,7 +468,7 @@ static void test_pool_unbacked(void) {
 }
 
 /* --threads' default is the library's choice whatever OMP_WAIT_POLICY says
- * (the CPU backend's pool never spins). */
+ * (the CPU backend's pool is its own, not an OpenMP team). */
 static void test_default_threads(void) {
   const char *was = getenv("OMP_WAIT_POLICY");
   char saved[64] = "";
