@@ -60,6 +60,14 @@ int cpu_run(int nt, cpu_task_fn fn, void *ctx);
  * with the workers that are awake (watching); shorter ones stay on the
  * calling thread (calls of 3-6 us ran no faster on two). */
 #define CPU_SHORT_TEAM_MIN_NS 8000.0
+/* Processors a team may use (src/cpu/procs.c): omp_get_num_procs() capped by
+ * the process's cgroup CPU quota, rounded up; read once. */
+int cpu_procs(void);
+/* The smallest CPU quota, in processors, that the cgroups named in the file
+ * proc_cgroup (/proc/self/cgroup's format) and their ancestors set under
+ * sys_cgroup (v2: cpu.max; v1: cpu.cfs_quota_us / cpu.cfs_period_us under
+ * cpu/ or cpu,cpuacct/), or 0 where none sets one (the tests pass a fake tree). */
+double cpu_cgroup_quota(const char *proc_cgroup, const char *sys_cgroup);
 /* Threads for a call whose single-thread time is estimated at est_ns (the
  * requested threads: o->num_threads, else omp_get_max_threads(), at most
  * the processors): from CPU_PARALLEL_MIN_NS one per half of it; below it

@@ -29,7 +29,11 @@
  * cpu_chunk_next.
  *
  * One caller uses the pool at a time; a call that finds it busy (another
- * application thread inside the library) runs on its own thread. */
+ * application thread inside the library) runs on its own thread.  A caller
+ * cannot be cancelled inside cpu_run (its workers would write through a job
+ * on its unwound stack); the library is linked -z nodelete, since the
+ * detached workers outlive a dlclose; teams are capped by the cgroup CPU
+ * quota (cpu_procs, src/cpu/procs.c). */
 #define _GNU_SOURCE /* sched_getcpu */
 
 #include <omp.h>
@@ -76,6 +80,7 @@ static _Atomic int64_t no_short_wake_until;
 
 static double spin_ns = -1; /* read once (spin_once) */
 static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
+static void read_spin(void);
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -171,14 +176,15 @@ static void grow(int want) {
 }
 
 /* The caller's wait for the workers in the closed job: watched for up to
- * POOL_CALLER_SPIN_NS (a worker that joined is running a chunk), then asleep
+ * POOL_CALLER_SPIN_NS (a worker that joined is running a chunk; not at all
+ * where workers do not watch either, DSV4KV_CPU_SPIN_US=0), then asleep
  * until the last one leaves. */
 #define POOL_CALLER_SPIN_NS 200000
 static void await_workers(void) {
-  const int64_t t0 = now_ns();
+  const int64_t t0 = now_ns(), watch = spin_ns > 0 ? POOL_CALLER_SPIN_NS : 0;
   for (unsigned i = 1; JOB_COUNT(atomic_load_explicit(&job_word, memory_order_acquire)) > 0; i++) {
     cpu_relax();
-    if (i % 64 == 0 && now_ns() - t0 > POOL_CALLER_SPIN_NS) {
+    if ((i % 64 == 0 || watch == 0) && now_ns() - t0 >= watch) {
       pthread_mutex_lock(&pool_m);
       atomic_store(&caller_asleep, 1);
       while (JOB_COUNT(atomic_load(&job_word)) > 0) pthread_cond_wait(&pool_done, &pool_m);
@@ -196,12 +202,19 @@ int cpu_run(int nt, cpu_task_fn fn, void *ctx) {
     fn(ctx, 0, 1);
     return 1;
   }
+  /* A caller cancelled in its wait would leave workers writing through a
+   * job on its unwound stack, and the pool held: no cancellation in here. */
+  int cancel_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+  pthread_once(&spin_once, read_spin); /* (cpu_team has read it, where it came first) */
+  atomic_store_explicit(&caller_cpu, sched_getcpu(), memory_order_relaxed);
   pthread_mutex_lock(&pool_m);
   if (!awake_only) grow(nt - 1);
   if (nt > num_workers + 1) nt = num_workers + 1;
   pthread_mutex_unlock(&pool_m);
   if (nt <= 1) {
     pthread_mutex_unlock(&pool_user);
+    pthread_setcancelstate(cancel_state, NULL);
     fn(ctx, 0, 1);
     return 1;
   }
@@ -221,6 +234,7 @@ int cpu_run(int nt, cpu_task_fn fn, void *ctx) {
   /* No chunk is left: workers that have not joined are let off. */
   if (JOB_COUNT(atomic_fetch_or(&job_word, JOB_CLOSED)) > 0) await_workers();
   pthread_mutex_unlock(&pool_user);
+  pthread_setcancelstate(cancel_state, NULL);
   return nt;
 }
 
@@ -277,14 +291,13 @@ static int short_stream(void) {
 int cpu_team(const exec_opts *o, double est_ns) {
   /* More threads than processors never helps; OMP_NUM_THREADS (through
    * omp_get_max_threads) still sets the default, as it did. */
-  int procs = omp_get_num_procs();
+  int procs = cpu_procs();
   int want = o->num_threads > 0 ? o->num_threads : omp_get_max_threads();
   if (want > procs) want = procs;
   if (want > POOL_MAX_WORKERS + 1) want = POOL_MAX_WORKERS + 1;
   pthread_once(&min_ns_once, read_min_ns);
   pthread_once(&spin_once, read_spin);
   team_awake_only = 0;
-  atomic_store_explicit(&caller_cpu, sched_getcpu(), memory_order_relaxed);
   if (min_ns <= 0) return want;
   if (est_ns >= min_ns) {
     const double per = est_ns / (min_ns / 2); /* every thread gets >= half the threshold */

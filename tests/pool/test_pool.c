@@ -5,7 +5,7 @@
  * watch), including jobs back to back and jobs from two application threads
  * at once (one of them then runs alone).  Correctness only: which calls a
  * worker joins depends on the scheduler, so it is printed, not asserted. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* mkdtemp */
 
 #include <omp.h>
 #include <pthread.h>
@@ -114,9 +114,66 @@ static void two_callers(void **state) {
   assert_int_equal(a[1].failures, 0);
 }
 
+/* cpu_cgroup_quota on fake trees: v2 and v1 files, ancestors' quotas,
+ * "max", and files that set nothing or hold garbage. */
+static char tree[64];
+static void put(const char *rel, const char *text) {
+  char path[512], dir[1024];
+  snprintf(path, sizeof path, "%s/%s", tree, rel);
+  snprintf(dir, sizeof dir, "mkdir -p \"$(dirname '%s')\"", path);
+  assert_int_equal(system(dir), 0);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+static double quota(void) {
+  char proc[128], sys[128];
+  snprintf(proc, sizeof proc, "%s/cgroup", tree);
+  snprintf(sys, sizeof sys, "%s/sys", tree);
+  return cpu_cgroup_quota(proc, sys);
+}
+static void cgroup_quota(void **state) {
+  (void)state;
+  strcpy(tree, "/tmp/dsv4kv-cgroup-XXXXXX");
+  assert_non_null(mkdtemp(tree));
+  put("cgroup", "0::/\n");
+  assert_true(quota() == 0); /* no files: no quota */
+  put("sys/cpu.max", "max 100000\n");
+  assert_true(quota() == 0);
+  put("cgroup", "0::/a/b\n");
+  put("sys/a/b/cpu.max", "max 100000\n");
+  put("sys/a/cpu.max", "150000 100000\n");
+  assert_true(quota() == 1.5); /* the parent's */
+  put("sys/a/b/cpu.max", "50000 100000\n");
+  assert_true(quota() == 0.5); /* the smaller, the cgroup's own */
+  put("cgroup", "12:pids:/x\n4:cpu,cpuacct:/docker/c\n0::/\n");
+  put("sys/cpu,cpuacct/docker/c/cpu.cfs_quota_us", "200000\n");
+  put("sys/cpu,cpuacct/docker/c/cpu.cfs_period_us", "100000\n");
+  assert_true(quota() == 2.0); /* v1 */
+  put("sys/cpu,cpuacct/docker/c/cpu.cfs_quota_us", "-1\n");
+  assert_true(quota() == 0); /* v1's "none" */
+  put("cgroup", "4:cpuacct:/docker/c\n4:cpuset:/\ngarbage\n::\n0:/\n");
+  assert_true(quota() == 0); /* no cpu controller, malformed lines */
+  char longpath[1600] = "0::/";
+  memset(longpath + 4, 'a', sizeof longpath - 6);
+  longpath[sizeof longpath - 2] = '\n';
+  longpath[sizeof longpath - 1] = '\0';
+  put("cgroup", longpath);
+  assert_true(quota() == 0); /* a path past the buffers: ignored */
+  put("sys/cpu.max", "garbage\n");
+  put("cgroup", "0::/\n");
+  assert_true(quota() == 0);
+  char rm[128];
+  snprintf(rm, sizeof rm, "rm -rf '%s'", tree);
+  assert_int_equal(system(rm), 0);
+  assert_true(cpu_procs() >= 1);
+}
+
 int main(int argc, char **argv) {
   /* argv[1] = "nospin": workers never watch (DSV4KV_CPU_SPIN_US=0) */
   if (argc > 1 && strcmp(argv[1], "nospin") == 0) setenv("DSV4KV_CPU_SPIN_US", "0", 1);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(mixed_jobs), cmocka_unit_test(two_callers)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(mixed_jobs), cmocka_unit_test(two_callers),
+                                     cmocka_unit_test(cgroup_quota)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
