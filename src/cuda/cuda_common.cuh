@@ -257,31 +257,66 @@ static __device__ __forceinline__ int later_row_writes_slot(int mode, const int6
   return 0;
 }
 
-/* DEDUP_WARP: the slots of rows t+1+l+32i (l = this lane, i < DEDUP_WARP_ROWS / 32),
- * -2 past T.  Every lane calls it; loads only (one pointer stepping), so that
- * they issue with the row's.  No range check: they are compared with a slot
- * in range, which an out-of-range one never equals. */
+/* DEDUP_WARP: the low words of the slots of rows t+1+l+32i (l = this lane,
+ * i < DEDUP_WARP_ROWS / 32).  Every lane calls it; loads only, so that they
+ * issue with the row's (slots[] contiguous, the common view: constant
+ * offsets).  No range check: they are compared with a slot in range, and a
+ * match is checked again on the whole slot.  T <= DEDUP_WARP_ROWS
+ * (dedup_mode_of), so the row counts are ints. */
 typedef struct {
-  int64_t s[DEDUP_WARP_ROWS / 32];
+  uint32_t lo[DEDUP_WARP_ROWS / 32]; /* set for i < dlater_n(later) */
+  int later; /* the warp's rows after t: T - (t + 1) */
+  int left;  /* rows at and after this lane's first (T - (t + 1 + l)): lo[i] holds a row where 32 i < left */
 } dlater;
+/* The words of lo[] a warp with `later` rows after its own reads: 2 (up to
+ * 64 rows: a decode step of 64, the last rows of 256) or 8, each a straight
+ * run of loads. */
+static __device__ __forceinline__ int dlater_n(int later) { return later <= 64 ? 2 : DEDUP_WARP_ROWS / 32; }
+static __device__ __forceinline__ void dedup_warp_load_n(dlater *l, uint64_t q, uint64_t step, int n) {
+  for (int i = 0; i < n; i++) l->lo[i] = 32 * i < l->left ? *(const uint32_t *)(uintptr_t)(q + step * i) : ~0u;
+}
 static __device__ __forceinline__ void dedup_warp_load(dlater *l, dix slots, int64_t T, int64_t t) {
-  const int64_t left = T - (t + 1 + lane_id()); /* rows at and after this lane's first */
-  /* unsigned: past T the address may wrap (a huge stride of a short view); it is never read there */
-  const uint64_t step = (uint64_t)slots.s0 * 8 * 32;
-  uint64_t q = (uint64_t)(uintptr_t)slots.data + (uint64_t)(t + 1 + lane_id()) * (uint64_t)slots.s0 * 8;
-  for (int i = 0; i < DEDUP_WARP_ROWS / 32; i++, q += step)
-    l->s[i] = 32 * i < left ? *(const int64_t *)(uintptr_t)q : -2;
+  l->later = (int)(T - (t + 1));
+  l->left = l->later - lane_id();
+  /* unsigned: past T the address may wrap (a huge stride of a short view); it is never read there.
+   * A row past T keeps ~0u, the low word of no slot below 2^32 - 1. */
+  const uint64_t q = (uint64_t)(uintptr_t)slots.data + (uint64_t)(t + 1 + lane_id()) * (uint64_t)slots.s0 * 8;
+  const uint64_t step = slots.s0 == 1 ? 256 : (uint64_t)slots.s0 * 8 * 32;
+  const int n = dlater_n(l->later); /* the same in the whole warp */
+  if (slots.s0 == 1) { /* constant offsets */
+    if (n == 2)
+      dedup_warp_load_n(l, q, 256, 2);
+    else
+      dedup_warp_load_n(l, q, 256, DEDUP_WARP_ROWS / 32);
+  } else if (n == 2) {
+    dedup_warp_load_n(l, q, step, 2);
+  } else {
+    dedup_warp_load_n(l, q, step, DEDUP_WARP_ROWS / 32);
+  }
+}
+static __device__ __forceinline__ int dlater_near_n(const dlater *l, uint32_t lo, int n) {
+  int near = 0;
+  for (int i = 0; i < n; i++) near |= l->lo[i] == lo;
+  return near;
 }
 
-/* DEDUP_WARP: whether a writing row after t names `slot` (a slot in range).
- * Rows with a position (the indexer) are checked for writing only where the
- * slot matches: rarely, so the common path loads no positions.  Every lane
- * calls it with the same t and slot. */
-static __device__ __forceinline__ int later_row_writes_slot_warp(const dlater *l, int64_t t, int64_t slot,
+/* DEDUP_WARP: whether a writing row after t names `slot` (a slot in range):
+ * where no later row's slot has its low word, none; else the whole slots of
+ * the rows decide.  Rows with a position (the indexer) are checked for
+ * writing only where the slot matches: rarely, so the common path loads no
+ * positions.  Every lane calls it with the same t and slot. */
+static __device__ __forceinline__ int later_row_writes_slot_warp(const dlater *l, dix slots, int64_t t, int64_t slot,
                                                                  dix positions, int64_t ratio, int64_t cs_rows) {
+  /* (a row past T, ~0u, may pass for one: the whole slots then decide) */
+  const int n = dlater_n(l->later);
+  const uint32_t lo = (uint32_t)slot;
+  const int near = n == 2 ? dlater_near_n(l, lo, 2) : dlater_near_n(l, lo, DEDUP_WARP_ROWS / 32);
+  if (!__any_sync(FULL_MASK, near)) return 0;
   int hit = 0;
-  for (int i = 0; i < DEDUP_WARP_ROWS / 32; i++)
-    if (l->s[i] == slot) hit |= row_writes(positions, t + 1 + lane_id() + 32 * i, ratio, cs_rows);
+  for (int i = 0; i < DEDUP_WARP_ROWS / 32; i++) {
+    const int64_t j = t + 1 + lane_id() + 32 * i;
+    if (32 * i < l->left && dix_i64(slots, j) == slot) hit |= row_writes(positions, j, ratio, cs_rows);
+  }
   return __any_sync(FULL_MASK, hit);
 }
 

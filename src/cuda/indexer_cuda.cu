@@ -30,11 +30,12 @@ typedef struct {
   int write;                   /* a group-boundary row with a valid slot and cos_sin row */
 } idx_row;
 
-/* The lane's part of row t0 + g (none past T: row 0's, not written). */
+/* The lane's part of row t0 + g (none past T: row 0's, not written).  One
+ * token a warp, t = t0 < T (the rows' loop). */
 static __device__ __forceinline__ void row_load(const indexer_params &p, int64_t t0, int g, int j, int tpw, idx_row *r) {
   const int dpl = IDX_DPL(tpw);
   r->t = t0 + g;
-  const int live = r->t < p.T;
+  const int live = tpw == 1 || r->t < p.T;
   const uint8_t *row = p.k_pre + (live ? r->t : 0) * p.k_stride + 2 * dpl * j;
   if (p.vec_k) {
     for (int i = 0; i < dpl / 2; i += 2) {
@@ -42,36 +43,48 @@ static __device__ __forceinline__ void row_load(const indexer_params &p, int64_t
       r->k[i] = v.x, r->k[i + 1] = v.y;
     }
   } else {
-    for (int i = 0; i < dpl / 2; i++)
-      r->k[i] = row[4 * i] | row[4 * i + 1] << 8 | row[4 * i + 2] << 16 | (uint32_t)row[4 * i + 3] << 24;
+    for (int i = 0; i < dpl / 2; i++) {
+      uint32_t w = 0; /* row[4 i] | row[4 i + 1] << 8 | ...: a loop, not loads predicated beside the 8-byte ones */
+#pragma unroll 1
+      for (int b = 3; b >= 0; b--) w = w << 8 | row[4 * i + b];
+      r->k[i] = w;
+    }
   }
 }
-static __device__ __forceinline__ void row_load_index(const indexer_params &p, idx_row *r) {
-  const int live = r->t < p.T;
+static __device__ __forceinline__ void row_load_index(const indexer_params &p, int tpw, idx_row *r) {
+  const int live = tpw == 1 || r->t < p.T;
   r->slot = live ? dix_i64(p.slots, r->t) : -1;
   r->pos = live ? dix_i64(p.positions, r->t) : 0;
 }
 
+/* dpd_off by the compress ratio, an int32 >= 1, so in [0, 2^31) (a power of
+ * two's mask keeps the low word alone). */
+static __device__ __forceinline__ uint32_t idx_off_ratio(dpagediv d, int64_t x) {
+  return d.shift >= 0 ? (uint32_t)x & (uint32_t)(d.bs - 1) : (uint32_t)(x % d.bs);
+}
+
 /* Whether the row writes, its cos_sin row, and the notes of a skipped one
- * (from the group's first lane).  Returns the warp's vote: a row of it writes. */
+ * (from the group's first lane).  Returns the warp's vote: a row of it writes.
+ * The checks in the order of the notes: the slot (-1: no note), the
+ * position, the group boundary (no note), the cos_sin row; the notes only
+ * on a report's rows that fail one. */
 static __device__ __forceinline__ int row_check(const indexer_params &p, idx_row *r, int j) {
-  int write = r->slot != -1;
-  if (write && (r->slot < 0 || r->slot >= p.num_slots)) {
-    if (j == 0) dnote1(p.note, r->t, SKIP_SLOT, r->t, r->slot, p.num_slots, 0, 0, 0);
-    write = 0;
+  const int named = r->slot != -1;
+  const int ok = (uint64_t)r->slot < (uint64_t)p.num_slots && r->pos >= 0; /* 0 <= slot < num_slots (>= 0) */
+  const int boundary = idx_off_ratio(p.rd, r->pos) == (uint32_t)(p.ratio - 1); /* (where pos >= 0) */
+  /* at a boundary (pos % ratio = ratio - 1), (pos / ratio) * ratio = pos - pos % ratio; used where the row writes */
+  r->cp = (int64_t)((uint64_t)r->pos - (uint64_t)(p.ratio - 1));
+  const int cs_ok = r->cp < p.cs_rows;
+  r->write = named && ok && boundary && cs_ok;
+  if (!r->write && p.note.rep && j == 0 && named && !(ok && !boundary)) { /* skipped, and noted */
+    if ((uint64_t)r->slot >= (uint64_t)p.num_slots)
+      dnote1(p.note, r->t, SKIP_SLOT, r->t, r->slot, p.num_slots, 0, 0, 0);
+    else if (r->pos < 0)
+      dnote1(p.note, r->t, SKIP_POSITION_NEGATIVE, r->t, r->pos, 0, 0, 0, 0);
+    else
+      dnote1(p.note, r->t, SKIP_COS_SIN_ROW, r->t, r->pos, r->cp, p.cs_rows, 0, 0);
   }
-  if (write && r->pos < 0) {
-    if (j == 0) dnote1(p.note, r->t, SKIP_POSITION_NEGATIVE, r->t, r->pos, 0, 0, 0, 0);
-    write = 0;
-  }
-  write = write && dpd_off(p.rd, r->pos) == p.ratio - 1; /* only group-boundary tokens write */
-  r->cp = write ? dpd_page(p.rd, r->pos) * p.ratio : 0;
-  if (write && r->cp >= p.cs_rows) {
-    if (j == 0) dnote1(p.note, r->t, SKIP_COS_SIN_ROW, r->t, r->pos, r->cp, p.cs_rows, 0, 0);
-    write = 0;
-  }
-  r->write = write;
-  return __any_sync(FULL_MASK, write);
+  return __any_sync(FULL_MASK, r->write);
 }
 
 /* rstd of the row (the reference's sum of squares) and the non-finite count
@@ -118,10 +131,21 @@ static __device__ __forceinline__ uint32_t row_quant(const indexer_params &p, co
   return rec == DSV4KV_RECORD_INDEXER_FP8 ? quant_fp8(&p, res, tpw, q) : quant_mxfp4(res, g, tpw, q);
 }
 
-/* The page and in-page position of a writing row's slot. */
+/* The page and in-page position of a writing row's slot (in range, so >= 0):
+ * the block size is an int32, so the position is below 2^31. */
 static __device__ __forceinline__ uint8_t *row_page(const indexer_params &p, const idx_row *r, int64_t *in_page) {
-  *in_page = r->write ? dpd_off(p.bsd, r->slot) : 0;
-  return p.base + (r->write ? dpd_page(p.bsd, r->slot) : 0) * p.page_stride;
+  const int64_t s = r->write ? r->slot : 0;
+  int64_t page;
+  uint32_t in;
+  if (p.bsd.shift >= 0) {
+    page = s >> p.bsd.shift;
+    in = (uint32_t)s & (uint32_t)(p.bsd.bs - 1);
+  } else {
+    page = s / p.bsd.bs;
+    in = (uint32_t)(s - page * p.bsd.bs);
+  }
+  *in_page = in;
+  return p.base + page * p.page_stride;
 }
 
 /* Whether this group's row is the last to write its slot.  Warp-collective:
@@ -131,6 +155,14 @@ static __device__ __forceinline__ uint8_t *row_page(const indexer_params &p, con
 static __device__ __forceinline__ int row_is_last(const indexer_params *p, const int64_t *later, const dlater *lw,
                                                   const idx_row *r, const uint8_t *mark_word, int g, int j, int tpw,
                                                   int warp) {
+  /* DEDUP_WARP, the only way of the decode kernels (indexer_launch runs them
+   * for it alone), one token a warp: every lane loaded the row's t, slot and
+   * position from the same addresses, so they and write are the same in all
+   * lanes (no shuffles), and the scan of lw decides. */
+  if (warp && tpw == 1) {
+    if (!r->write) return 0; /* uniform */
+    return !later_row_writes_slot_warp(lw, p->slots, r->t, r->slot, p->positions, p->ratio, p->cs_rows);
+  }
   if (p->dd.mode == DEDUP_NONE) return r->write;
   if (p->dd.mode == DEDUP_MARK || p->dd.mode == DEDUP_FUSED) {
     unsigned int v = j == 0 && r->write ? __ldcg((const unsigned int *)mark_word) : 0u;
@@ -142,7 +174,7 @@ static __device__ __forceinline__ int row_is_last(const indexer_params *p, const
     const int src = k * IDX_LPT(tpw);
     if (!__shfl_sync(FULL_MASK, r->write, src)) continue; /* uniform: the same for every lane */
     const int64_t tk = __shfl_sync(FULL_MASK, r->t, src), sk = __shfl_sync(FULL_MASK, r->slot, src);
-    const int hit = warp ? later_row_writes_slot_warp(lw, tk, sk, p->positions, p->ratio, p->cs_rows)
+    const int hit = warp ? later_row_writes_slot_warp(lw, p->slots, tk, sk, p->positions, p->ratio, p->cs_rows)
                         : later_row_writes_slot(p->dd.mode, later, p->slots, p->T, tk, sk, p->positions, p->ratio,
                                                 p->cs_rows);
     if (g == k) last = !hit;
@@ -150,36 +182,61 @@ static __device__ __forceinline__ int row_is_last(const indexer_params *p, const
   return r->write && last;
 }
 
+/* Rows t0 .. t0 + tpw - 1 from their loads to their stores.  Every lane
+ * runs every step (shuffles need the whole warp); `write` and `mine` gate
+ * the stores. */
+static __device__ __forceinline__ void indexer_row(const indexer_params &p, int64_t *later, int rec, int tpw, int warp,
+                                                   int64_t t0, int g, int j) {
+  const int dpl = IDX_DPL(tpw), chunk = IDX_CHUNK(tpw);
+  idx_row r; /* the row, its slot and position loaded together (one latency, not three) */
+  row_load(p, t0, g, j, tpw, &r);
+  dlater lw; /* the later rows' slots (DEDUP_WARP), with the row */
+  if (warp) dedup_warp_load(&lw, p.slots, p.T, r.t);
+  row_load_index(p, tpw, &r);
+  if (!row_check(p, &r, j)) return; /* no row of this warp writes */
+  if (tpw == 1) r.write = 1; /* one token a warp: every lane's write is the row's (the same loads), so the vote's */
+  /* The decode kernels (one chunk a lane) load the tables here, so that
+   * their latency overlaps the norm and the duplicate check; the others
+   * where they are used, to keep registers free. */
+  float tables[16] = {1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (warp)
+    load_tables(&p, r.cp, dpl / 2 * j, chunk, r.write && dpl / 2 * j >= INDEXER_ROPE_FROM / 2, tables, tables + 4,
+                tables + 8);
+  const float rstd = row_rstd(p, &r, j, tpw);
+  int64_t in_page;
+  uint8_t *page = row_page(p, &r, &in_page);
+  int mine = row_is_last(&p, later, &lw, &r, page + record_scales_off(&p.layout, p.bs, in_page), g, j, tpw, warp);
+  if (!__any_sync(FULL_MASK, mine)) return;
+  if (tpw == 1) mine = 1; /* likewise: every way of row_is_last gives one token's lanes the same answer */
+  uint32_t res[IDX_DPL_MAX / 2], q[IDX_DPL_MAX / 4 > 0 ? IDX_DPL_MAX / 4 : 1];
+  row_norm_rope(p, &r, rstd, j, tpw, warp ? tables : NULL, res);
+  const uint32_t sw = row_quant(p, res, rec, g, tpw, q);
+  if (mine) store_record(&p, page, in_page, rec, q, sw, j, tpw);
+}
+
 /* The rows' loop, compiled once a record (rec a constant: each kernel holds
- * only its own quantizer's registers and branches), tpw tokens a warp.  Every lane runs every step (shuffles need the whole
- * warp); `write` and `mine` gate the stores. */
+ * only its own quantizer's registers and branches), tpw tokens a warp.  The
+ * decode kernels count in ints: T <= DEDUP_WARP_ROWS (dedup_mode_of) and
+ * their grids at most 2^20 blocks (cuda_grid_rows). */
 static __device__ __forceinline__ void indexer_rows(const indexer_params &p, int64_t *later, int rec, int tpw, int warp) {
-  const int lpt = IDX_LPT(tpw), dpl = IDX_DPL(tpw), chunk = IDX_CHUNK(tpw);
+  const int lpt = IDX_LPT(tpw);
   const int g = lane_id() / lpt, j = lane_id() % lpt;
-  const int64_t stride = warp_count_global() * tpw;
-  for (int64_t t0 = warp_id_global() * tpw; t0 < p.T; t0 += stride) {
-    idx_row r; /* the row, its slot and position loaded together (one latency, not three) */
-    row_load(p, t0, g, j, tpw, &r);
-    dlater lw; /* the later rows' slots (DEDUP_WARP), with the row */
-    if (warp) dedup_warp_load(&lw, p.slots, p.T, r.t);
-    row_load_index(p, &r);
-    if (!row_check(p, &r, j)) continue; /* no row of this warp writes */
-    /* The decode kernels (one chunk a lane) load the tables here, so that
-     * their latency overlaps the norm and the duplicate check; the others
-     * where they are used, to keep registers free. */
-    float tables[16] = {1.0f, 1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (warp)
-      load_tables(&p, r.cp, dpl / 2 * j, chunk, r.write && dpl / 2 * j >= INDEXER_ROPE_FROM / 2, tables, tables + 4,
-                  tables + 8);
-    const float rstd = row_rstd(p, &r, j, tpw);
-    int64_t in_page;
-    uint8_t *page = row_page(p, &r, &in_page);
-    const int mine = row_is_last(&p, later, &lw, &r, page + record_scales_off(&p.layout, p.bs, in_page), g, j, tpw, warp);
-    if (!__any_sync(FULL_MASK, mine)) continue;
-    uint32_t res[IDX_DPL_MAX / 2], q[IDX_DPL_MAX / 4 > 0 ? IDX_DPL_MAX / 4 : 1];
-    row_norm_rope(p, &r, rstd, j, tpw, warp ? tables : NULL, res);
-    const uint32_t sw = row_quant(p, res, rec, g, tpw, q);
-    if (mine) store_record(&p, page, in_page, rec, q, sw, j, tpw);
+  if (warp) {
+    const unsigned stride = ((gridDim.x * blockDim.x) >> 5) * tpw;
+    const unsigned first = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * tpw;
+    if (p.common) { /* the same body, its flags constants: their branches and other paths compile away */
+      indexer_params c = p;
+      c.vec_k = c.vec_w = c.vec_cs = c.vec4_c = 1;
+      c.tiled = c.fnuz = c.check_nonfinite = 0;
+      c.slots.s0 = c.positions.s0 = 1;
+      c.bsd.shift &= 31, c.rd.shift &= 31; /* powers of two below 2^31: the same shifts, known >= 0 */
+      for (unsigned t0 = first; t0 < (unsigned)c.T; t0 += stride) indexer_row(c, later, rec, tpw, warp, t0, g, j);
+    } else {
+      for (unsigned t0 = first; t0 < (unsigned)p.T; t0 += stride) indexer_row(p, later, rec, tpw, warp, t0, g, j);
+    }
+  } else {
+    const int64_t stride = warp_count_global() * tpw;
+    for (int64_t t0 = warp_id_global() * tpw; t0 < p.T; t0 += stride) indexer_row(p, later, rec, tpw, warp, t0, g, j);
   }
 }
 
@@ -203,7 +260,7 @@ static __device__ __forceinline__ void indexer_rows_fused(const indexer_params &
   const int64_t t0 = warp_id_global() * tpw;
   idx_row r;
   row_load(p, t0, g, j, tpw, &r); /* in flight during the reset */
-  row_load_index(p, &r);
+  row_load_index(p, tpw, &r);
   mark_reset_rows(&m, tid, threads);
   cooperative_groups::grid_group::arrival_token reset = grid.barrier_arrive();
   uint32_t q[IDX_DPL_MAX / 4], sw = 0;
@@ -309,6 +366,16 @@ void cuda_indexer_fused_query(int dev) {
   fused_capacity(dev, 0);
 }
 
+/* Whether a call is the common one that the decode kernels compile apart
+ * (indexer_rows): aligned rows, tables and records, contiguous slots and
+ * positions, linear OCP records, no non-finite check, block size and
+ * compress ratio powers of two.  (A report does not matter: the tests run
+ * with one, and their common calls take this path.) */
+static int indexer_common_of(const indexer_params *p) {
+  return p->vec_k && p->vec_w && p->vec_cs && p->vec4_c && !p->tiled && !p->fnuz && !p->check_nonfinite &&
+         p->slots.s0 == 1 && p->positions.s0 == 1 && p->bsd.shift >= 0 && p->rd.shift >= 0;
+}
+
 /* The call's kernels once its parameters are set: the fused kernel where the
  * rows fit the GPU at once (else, or where the cooperative launch is refused,
  * e.g. on a stream of a green context with fewer multiprocessors, the mark
@@ -396,6 +463,7 @@ extern "C" dsv4kv_status cuda_indexer_store(const indexer_args *a, const exec_op
                        c->page_stride, o->distinct_slots);
   p.note.rep = r;
   p.note.detail = 0;
+  p.common = indexer_common_of(&p);
   cuda_report_reset(&call, r, OP_INDEXER_STORE);
   if (a->T > 0) {
     const mark_params m = {p.slots, p.positions, p.T, p.num_slots, p.ratio, p.cs_rows, p.base, p.page_stride, p.bs,

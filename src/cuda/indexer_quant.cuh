@@ -43,6 +43,7 @@ typedef struct {
   int32_t bs, record, fnuz, tiled, mx_scale, check_nonfinite;
   int32_t vec_k, vec4_c, vec16_c; /* 8-byte loads of k_pre rows; 4- and 16-byte stores on the cache */
   int32_t vec_w, vec_cs; /* 4 table entries in one load (weight contiguous; cos_sin rows aligned) */
+  int32_t common;        /* the common call (indexer_common_of): the decode kernels' constants */
   dpagediv bsd, rd;      /* division by the block size and by the compress ratio */
   record_layout layout;
   ddedup dd;
@@ -65,6 +66,25 @@ static __device__ __forceinline__ void table_f4(const uint8_t *t, int f32, int64
     v[2] = f32_from_bits(a.y << 16), v[3] = f32_from_bits(a.y & 0xFFFF0000u);
   } else {
     for (int i = 0; i < 4; i++) v[i] = table_f(t, f32, off + i);
+  }
+}
+
+/* cos_sin entries off, off+1 into c[] and off+32, off+33 into sn[] (off
+ * even): one 8-byte (fp32) or 4-byte (bf16) load each when vec_cs
+ * (table_f4's alignment of off - off % 4 covers the pair), else four. */
+static __device__ __forceinline__ void cos_sin_f2(const indexer_params *p, int64_t off, float *c, float *sn) {
+  if (p->vec_cs && p->cs_f32) {
+    const float *e = (const float *)p->cos_sin + off;
+    const float2 a = __ldg((const float2 *)e), b = __ldg((const float2 *)(e + 32));
+    c[0] = a.x, c[1] = a.y, sn[0] = b.x, sn[1] = b.y;
+  } else if (p->vec_cs) {
+    const uint16_t *e = (const uint16_t *)p->cos_sin + off;
+    const unsigned int a = __ldg((const unsigned int *)e), b = __ldg((const unsigned int *)(e + 32));
+    c[0] = f32_from_bits(a << 16), c[1] = f32_from_bits(a & 0xFFFF0000u);
+    sn[0] = f32_from_bits(b << 16), sn[1] = f32_from_bits(b & 0xFFFF0000u);
+  } else {
+    for (int i = 0; i < 2; i++)
+      c[i] = table_f(p->cos_sin, p->cs_f32, off + i), sn[i] = table_f(p->cos_sin, p->cs_f32, off + 32 + i);
   }
 }
 
@@ -108,6 +128,7 @@ static __device__ __forceinline__ float bf16_at(const uint32_t *w, int i) {
  * unsigned integers). */
 static __device__ __forceinline__ float group_max_nonneg(float v, int lanes) {
   uint32_t b = f32_bits(v);
+  if (lanes == 32) return f32_from_bits(__reduce_max_sync(FULL_MASK, b)); /* the whole warp: one reduction */
   for (int m = 1; m < lanes; m <<= 1) b = max(b, __shfl_xor_sync(FULL_MASK, b, m));
   return f32_from_bits(b);
 }
@@ -126,6 +147,24 @@ static __device__ __forceinline__ float lane_amax(const uint32_t *r, int dpl, in
   return amax;
 }
 
+/* indexer_fp8_scale_ref of a group's amax, which is not negative and not
+ * NaN (lane_amax, group_max_nonneg): floored, it lies in [1e-4, Inf].  A
+ * finite one is normal, so ceil_log2_ratio is ceil_log2_ratio_bits, and e
+ * lies in [-22, 121] (exponent fields 113 .. 254 against 134 or 135): 2^e
+ * and 2^-e are pow2f's normal case and e + 127 needs no clamp. */
+static __device__ __forceinline__ float idx_fp8_scale(float amax, int fnuz, float *scale, uint8_t *ue) {
+  amax = max_ignore_nan(amax, AMAX_FLOOR);
+  if (isinf(amax)) {
+    *scale = f32_from_bits(0x7F800000u);
+    *ue = 255;
+    return 0.0f;
+  }
+  const int e = ceil_log2_ratio_bits(amax, fp8_quant_max(fnuz));
+  *scale = f32_from_bits((uint32_t)(e + 127) << 23);
+  *ue = (uint8_t)(e + 127);
+  return f32_from_bits((uint32_t)(127 - e) << 23);
+}
+
 /* FP8 (indexer_fp8_quant_ref): lane j's IDX_DPL codes into cw[] (4 a word,
  * dims in order) from the group's amax; returns the record's scale word (the
  * fp32 scale, or its UE8M0 byte 4 times).  Every lane calls it.  Where the
@@ -137,7 +176,7 @@ static __device__ __forceinline__ uint32_t quant_fp8(const indexer_params *p, co
   const float amax = group_max_nonneg(lane_amax(r, dpl, &finite, &nonan), IDX_LPT(tpw));
   float scale;
   uint8_t ue;
-  const float inv = indexer_fp8_scale_ref(amax, p->fnuz, &scale, &ue);
+  const float inv = idx_fp8_scale(amax, p->fnuz, &scale, &ue);
   if (p->fnuz) {
     for (int i = 0; i < dpl; i += 4) {
       uint32_t w = 0;
@@ -184,14 +223,27 @@ static __device__ __forceinline__ uint32_t quant_mxfp4(const uint32_t *r, int g,
   return sw;
 }
 
+/* The 4 bytes of w (low byte first) at p: one store where vec (4-byte aligned). */
+static __device__ __forceinline__ void store_word(uint8_t *p, uint32_t w, int vec) {
+  if (vec) {
+    *(uint32_t *)p = w;
+  } else {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(w >> (8 * i));
+  }
+}
+
 /* The stores of lane j's part of a record: n bytes of words w[] at its
  * values (one 16- or 8-byte access where vec16), the scale word from the
  * group's first lane in one 4-byte store (DEDUP_MARK reads that word). */
 static __device__ __forceinline__ void store_record(const indexer_params *p, uint8_t *page, int64_t pos, int rec,
                                                     const uint32_t *w, uint32_t scale_word, int j, int tpw) {
   const int dpl = IDX_DPL(tpw), n = rec == DSV4KV_RECORD_INDEXER_FP8 ? dpl : dpl / 2;
+  /* p->layout is rec's (cache_view_make, and indexer_launch runs a record's
+   * kernels for it alone): the constants of the table */
+  record_layout lay;
+  record_layout_of((dsv4kv_record)rec, &lay);
   const int64_t off = rec == DSV4KV_RECORD_INDEXER_FP8 && p->tiled ? idx_tiled_off(pos, dpl * j)
-                                                                    : record_values_off(&p->layout, p->bs, pos) + n * j;
+                                                                    : record_values_off(&lay, p->bs, pos) + n * j;
   uint8_t *v = page + off;
   if (p->vec16_c && n == 16) {
     *(uint4 *)v = make_uint4(w[0], w[1], w[2], w[3]);
@@ -199,15 +251,14 @@ static __device__ __forceinline__ void store_record(const indexer_params *p, uin
     *(uint2 *)v = make_uint2(w[0], w[1]);
   } else {
     for (int i = 0; i < n; i += 4) {
-      const uint8_t b[4] = {(uint8_t)w[i / 4], (uint8_t)(w[i / 4] >> 8), (uint8_t)(w[i / 4] >> 16), (uint8_t)(w[i / 4] >> 24)};
-      store_small(v + i, b, n - i < 4 ? n - i : 4, p->vec4_c);
+      if (n - i >= 4) {
+        store_word(v + i, w[i / 4], p->vec4_c);
+      } else { /* the last n - i bytes (MXFP4 one token a warp: 2) */
+        for (int b = 0; b < n - i; b++) v[i + b] = (uint8_t)(w[i / 4] >> (8 * b));
+      }
     }
   }
-  if (j == 0) {
-    const uint8_t b[4] = {(uint8_t)scale_word, (uint8_t)(scale_word >> 8), (uint8_t)(scale_word >> 16),
-                          (uint8_t)(scale_word >> 24)};
-    store_small(page + record_scales_off(&p->layout, p->bs, pos), b, 4, p->vec4_c);
-  }
+  if (j == 0) store_word(page + record_scales_off(&lay, p->bs, pos), scale_word, p->vec4_c);
 }
 
 /* The norm weights of dims 2 h0 .. 2 (h0 + chunk) - 1 into w[0 .. 2 chunk) and, when
@@ -220,6 +271,8 @@ static __device__ __forceinline__ void load_tables(const indexer_params *p, int6
     if (chunk == 4) {
       table_f4(p->cos_sin, p->cs_f32, off, p->vec_cs, c);
       table_f4(p->cos_sin, p->cs_f32, off + 32, p->vec_cs, sn);
+    } else if (chunk == 2) {
+      cos_sin_f2(p, off, c, sn);
     } else {
       for (int i = 0; i < chunk; i++)
         c[i] = table_f(p->cos_sin, p->cs_f32, off + i), sn[i] = table_f(p->cos_sin, p->cs_f32, off + 32 + i);

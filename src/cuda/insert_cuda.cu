@@ -187,7 +187,7 @@ static __device__ __forceinline__ void insert_rows(const insert_params &p, const
     uint8_t *page = p.base + dpd_page(p.bsd, slot) * p.page_stride; /* slot >= 0 */
     const int64_t pos = dpd_off(p.bsd, slot);
     uint8_t *scales = page + record_scales_off(&p.layout, p.bs, pos);
-    if (warp ? later_row_writes_slot_warp(&lw, t, slot, no_positions, 1, 0)
+    if (warp ? later_row_writes_slot_warp(&lw, p.slots, t, slot, no_positions, 1, 0)
         : p.dd.mode == DEDUP_MARK
             ? !mark_is_mine(p.dd, scales, t)
             : later_row_writes_slot(p.dd.mode, later, p.slots, p.T, t, slot, no_positions, 1, 0))
