@@ -106,11 +106,14 @@ static uint64_t await_job(worker *w, uint64_t seen) {
       cpu_relax();
       word = atomic_load_explicit(&job_word, memory_order_acquire);
       if (word >> JOB_GEN_SHIFT != seen) return word;
-      if (i % 64 == 0 && now_ns() - t0 > spin_ns) break;
-      if (i % 64 == 0 && atomic_load(&caller_cpu) >= 0 && sched_getcpu() == atomic_load(&caller_cpu)) {
+      if (i % 64) continue; /* the clock and the processor every 64 looks */
+      const int64_t now = now_ns();
+      if (now - t0 > spin_ns) break;
+      const int cpu = atomic_load(&caller_cpu);
+      if (cpu >= 0 && sched_getcpu() == cpu) {
         /* placed beside the caller (the other processors busy): short
          * calls stop waking workers for a while */
-        atomic_store(&no_short_wake_until, now_ns() + POOL_WAKE_BACKOFF_NS);
+        atomic_store(&no_short_wake_until, now + POOL_WAKE_BACKOFF_NS);
         break;
       }
     }
@@ -184,7 +187,7 @@ static void await_workers(void) {
   const int64_t t0 = now_ns(), watch = spin_ns > 0 ? POOL_CALLER_SPIN_NS : 0;
   for (unsigned i = 1; JOB_COUNT(atomic_load_explicit(&job_word, memory_order_acquire)) > 0; i++) {
     cpu_relax();
-    if ((i % 64 == 0 || watch == 0) && now_ns() - t0 >= watch) {
+    if (watch == 0 || (i % 64 == 0 && now_ns() - t0 >= watch)) {
       pthread_mutex_lock(&pool_m);
       atomic_store(&caller_asleep, 1);
       while (JOB_COUNT(atomic_load(&job_word)) > 0) pthread_cond_wait(&pool_done, &pool_m);
