@@ -237,6 +237,17 @@ const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, (const v
  * 8 x 8192 V4 43.3 / 42.1 / 41.1 / 39.7 us, NVFP4 37.7 / 35.8 / 34.7 / 33.6,
  * and 64 x 16384 (128 chunks a request at 8192) 627 us until 8192: 618. */
 enum { GATHER_BLOCKS = 8192 };
+/* GATHER_BLOCKS, or DSV4KV_CUDA_GATHER_BLOCKS (128 .. 2^20) for A/B timings
+ * of other budgets on one build (scripts/gpu-env-ab.sh); read once. */
+static int64_t cuda_gather_blocks(void) {
+  static volatile int64_t blocks = 0;
+  if (blocks == 0) {
+    const char *e = getenv("DSV4KV_CUDA_GATHER_BLOCKS");
+    const long v = e ? strtol(e, NULL, 10) : 0;
+    blocks = v >= 128 && v <= (1L << 20) ? (int64_t)v : (int64_t)GATHER_BLOCKS;
+  }
+  return blocks;
+}
 
 /* Whether a warp of one token a turn sends its next token's record to L2
  * (prefetch_record): from GATHER_PREFETCH_MIN_ROWS out rows a request, or
@@ -254,7 +265,7 @@ static int cuda_gather_prefetch(int64_t rows_left) {
     forced = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
   }
   return forced >= 0 ? forced : rows_left >= GATHER_PREFETCH_MIN_ROWS;
-} /* blocks a call fills before chunks stop at 64 a request */
+}
 
 extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r) {
   const cache_view *c = &a->cache;
@@ -297,7 +308,8 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
      * multiprocessors' load and the ramp at the end of the call. */
     const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
     const int tpw = p.record == DSV4KV_RECORD_MXFP8 && rows_left >= GATHER_PAIR_MIN_ROWS ? 2 : 1;
-    const int64_t most = a->R * 64 >= GATHER_BLOCKS ? 64 : (GATHER_BLOCKS + a->R - 1) / a->R;
+    const int64_t budget = cuda_gather_blocks();
+    const int64_t most = a->R * 64 >= budget ? 64 : (budget + a->R - 1) / a->R;
     int64_t chunks = (rows_left + CUDA_WARPS * tpw - 1) / (CUDA_WARPS * tpw);
     chunks = chunks < 1 ? 1 : chunks > most ? most : chunks;
     const dim3 grid((unsigned)a->R, (unsigned)chunks);

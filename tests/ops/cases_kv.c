@@ -22,8 +22,10 @@ enum {
                        duplicate scan (its slot marks, cuda_common.cuh)            */
   V_DECODE = 8192,  /* insert: 129-256 rows, the CUDA backend's register scan of
                        the later rows' slots at its widest (DEDUP_WARP_ROWS)      */
-  V_LONG = 16384    /* gather: >= 1024 out rows and up to 1024 tokens a request,
+  V_LONG = 16384,   /* gather: >= 1024 out rows and up to 1024 tokens a request,
                        the CUDA backend's two tokens a warp (MXFP8)                */
+  V_RUNS = 32768    /* insert: runs of adjacent slots, as a prefill's, some over
+                       earlier runs (the CPU's streamed groups of records)         */
 };
 
 static const struct {
@@ -77,7 +79,7 @@ static void gen_insert(ops_inst *in, rng_t *r, const ops_case *cs) {
     else for (int d = 0; d < 512; d++) row[d] = 0x7FC1; /* DP padding: never read, never counted */
   }
   gen_slots(r, (int64_t *)ops_at(slots, slots->host, 0, 0, 0), T, pages * bs,
-            (v & V_DUP) ? 2 : (v & V_SKIP) ? 1 : 0);
+            (v & V_RUNS) ? 3 : (v & V_DUP) ? 2 : (v & V_SKIP) ? 1 : 0);
   if (v & V_OLD) rng_bytes(r, c->host, c->n);
   in->call.op = OPCALL_INSERT;
   in->call.u.insert = (opcall_insert){&k->t, &c->t, &in->desc, &slots->t};
@@ -208,6 +210,9 @@ void ops_register_kv(ops_list *l) {
             "insert_%s_dup_slots_many_checked", n);
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_BIG | V_SKIP | V_CHECK | V_3D,
             "insert_%s_big_skips", n);
+    ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_RUNS | V_BIG | V_MANY | V_OLD | V_CHECK,
+            "insert_%s_slot_runs", n);
+    ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_RUNS | V_OLD, "insert_%s_slot_runs_small", n);
     /* distinct slots past the shared scan (ops_registry --distinct-slots promises them) */
     ops_add(l, OPCALL_INSERT, gen_insert, ref_insert, i, 0, -1, V_BIG | V_MANY | V_OLD, "insert_%s_many_distinct", n);
     static const char *const fills[] = {"random_bytes", "every_code", "inserted"};

@@ -143,6 +143,16 @@ void gen_slots(rng_t *r, int64_t *s, int64_t T, int64_t nslots, int mode) {
     }
     return;
   }
+  if (mode == 3) { /* runs of adjacent slots (a prefill's), 1 in 6 over an earlier one; a few -1 */
+    int64_t t = 0;
+    while (t < T) {
+      const int64_t len = ops_rr(r, 1, 40), start = ops_rr(r, 0, nslots > 1 ? nslots - 1 : 0);
+      const int64_t from = t > 0 && rng_below(r, 6) == 0 ? s[ops_rr(r, 0, t - 1)] : start;
+      for (int64_t i = 0; i < len && t < T; i++, t++)
+        s[t] = rng_below(r, 40) == 0 || from < 0 || from + i >= nslots ? -1 : from + i;
+    }
+    return;
+  }
   int64_t *perm = malloc((size_t)(nslots + 1) * sizeof *perm);
   for (int64_t i = 0; i < nslots; i++) perm[i] = i;
   for (int64_t i = nslots - 1; i > 0; i--) {

@@ -119,7 +119,8 @@ void gen_k_row(rng_t *r, uint16_t *row, int n, dsv4kv_record rec, int fnuz, int 
  * in-record position, scale bytes sweep 0..255 over the records). */
 void gen_cache_codes(uint8_t *page0, int64_t pages, int64_t page_stride, int32_t bs, dsv4kv_record rec);
 /* Slot values: distinct in [0, nslots) with ~1/10 -1 (mode 0); with
- * out-of-range values mixed in (1); many rows per slot (2). */
+ * out-of-range values mixed in (1); many rows per slot (2); runs of 1-40
+ * adjacent slots, some over earlier ones, ~1/40 -1 (3). */
 void gen_slots(rng_t *r, int64_t *s, int64_t T, int64_t nslots, int mode);
 int64_t ops_rr(rng_t *r, int64_t lo, int64_t hi); /* uniform in [lo, hi] */
 
