@@ -91,11 +91,14 @@ static dsv4kv_status fill_view(tview *v, const DLTensor *t, const char *name, dt
       return dsv4kv_fail(DSV4KV_ERR_SHAPE, "%s has more elements than int64 can count", name);
     numel *= t->shape[d];
   }
-  /* Compact row-major strides when none are given. */
+  /* Compact row-major strides when none are given; the product saturates
+   * (a dimension of 0 lets the others multiply past int64), and the span
+   * check below then refuses such a stride. */
   int64_t s = 1;
   for (int d = ndim - 1; d >= 0; d--) {
     v->stride[d] = t->strides ? t->strides[d] : s;
-    s *= v->shape[d] > 0 ? v->shape[d] : 1;
+    const int64_t m = v->shape[d] > 0 ? v->shape[d] : 1;
+    s = s > INT64_MAX / m ? INT64_MAX : s * m;
   }
   /* The byte span of the tensor must fit in int64 so index arithmetic
    * (i * stride * elem) can never overflow. */

@@ -238,6 +238,26 @@ static void sec7_huge_broadcast_shapes(void **state) {
   assert_non_null(strstr(dsv4kv_last_error(), "2^48"));
 }
 
+/* An empty out without strides whose other dimensions multiply past int64
+ * ({0, 2^48, 2^48}): its compact strides saturate (no signed overflow for
+ * the sanitizer build's UBSan to report) and the call is refused. */
+static void sec7_empty_tensor_compact_strides_saturate(void **state) {
+  (void)state;
+  tcache c;
+  tcache_make(&c, DSV4KV_RECORD_MXFP8, 0, 16, 1, 0, 0x11, 0);
+  uint16_t out[8] = {0};
+  int64_t shape[3] = {0, INT64_C(1) << 48, INT64_C(1) << 48};
+  tview o, sl, bt;
+  tv_init(&o, out, dt_bf16(), 3, shape, NULL);
+  int32_t seq_lens[1] = {6}, table[1] = {0};
+  tv_1d(&sl, seq_lens, dt_i32(), 1);
+  tv_2d(&bt, table, dt_i32(), 1, 1, 1);
+  assert_status(dsv4kv_dequantize_and_gather_k_cache(&o.t, &c.v.t, &c.desc, &sl.t, NULL, &bt.t, 0, NULL),
+                DSV4KV_ERR_STRIDE);
+  assert_non_null(strstr(dsv4kv_last_error(), "out"));
+  tcache_free(&c);
+}
+
 /* The allocating combine refuses a window_size that would make it allocate
  * terabytes, rather than trying. */
 static void sec7_alloc_capped(void **state) {
@@ -399,6 +419,7 @@ int main(void) {
       cmocka_unit_test(sec7_misaligned_data),
       cmocka_unit_test(sec7_huge_broadcast_shapes),
       cmocka_unit_test(sec7_alloc_capped),
+      cmocka_unit_test(sec7_empty_tensor_compact_strides_saturate),
       cmocka_unit_test(sec7_num_threads_capped),
       cmocka_unit_test(sec7_nonfinite_count_independent_of_threads),
       cmocka_unit_test(sec7_slots_inside_cache_write_nothing_outside),

@@ -18,6 +18,14 @@
 /* failures                                                                    */
 /* ------------------------------------------------------------------------ */
 int gc_fail(golden_case *c, const char *fmt, ...) {
+  /* A failure already reported (two readers of one metadata key) is not
+   * repeated. */
+  char line[GC_MSG_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (c->failed && strstr(c->msg, line)) return -1;
   /* Before the first failure c->msg holds only the warnings of calls that
    * completed (gc_status); they follow the failure, in parentheses. */
   char warnings[GC_MSG_LEN] = "";
@@ -30,12 +38,7 @@ int gc_fail(golden_case *c, const char *fmt, ...) {
     memcpy(c->msg + used, "; ", 3);
     used += 2;
   }
-  if (used < sizeof c->msg) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg + used, sizeof c->msg - used, fmt, ap);
-    va_end(ap);
-  }
+  if (used < sizeof c->msg) snprintf(c->msg + used, sizeof c->msg - used, "%s", line);
   if (warnings[0]) {
     used = strlen(c->msg);
     snprintf(c->msg + used, sizeof c->msg - used, " (warning: %s)", warnings);

@@ -248,8 +248,8 @@ static int word_option(int c, const char *arg, sim_config *cfg) {
     case OPT_KV_CACHE_MEMORY:
       if (sim_parse_size(arg, &cfg->kv_cache_bytes)) {
         fprintf(stderr,
-                "dsv4kv run: --kv-cache-memory expects a positive size such as 40GiB, 512MiB or "
-                "16GB (units B, KiB, MiB, GiB, TiB, KB, MB, GB, TB), got '%s'\n",
+                "dsv4kv run: --kv-cache-memory expects a positive size of at most 2^60 bytes, such as "
+                "40GiB, 512MiB or 16GB (units B, KiB, MiB, GiB, TiB, KB, MB, GB, TB), got '%s'\n",
                 arg);
         return -1;
       }

@@ -359,7 +359,7 @@ budget)
   # nonsense is refused by name, before anything runs
   for bad in abc 0 0GiB -5GiB 12XB 1e400 GiB 5GiBs '' inf nan; do
     run 2 --max-requests 4 --kv-cache-memory "$bad"
-    has_err "--kv-cache-memory expects a positive size such as 40GiB"
+    has_err "--kv-cache-memory expects a positive size of at most 2^60 bytes, such as 40GiB"
   done
   run 2 --max-requests 4 --kv-cache-memory 1MiB
   has_err "--kv-cache-memory 1MiB holds no page: one page of 256 tokens takes 7.07 MiB"
