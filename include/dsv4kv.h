@@ -293,9 +293,10 @@ typedef struct {
   int check_nonfinite;   /* inserts / indexer store: count NaN/Inf in the input
                             (and in the indexer's norm) and report them; the
                             bytes stored are the reference's either way          */
-  int num_threads;       /* CPU backend: most threads a call uses; 0 = the
-                            processors (or OMP_NUM_THREADS); calls too small
-                            to gain run on the calling thread either way         */
+  int num_threads;       /* CPU backend: most threads a call uses; 0 (or a
+                            negative value) = the processors (or
+                            OMP_NUM_THREADS); calls too small to gain run on
+                            the calling thread either way                        */
   void *stream;          /* CUDA backend: a cudaStream_t (NULL = legacy default) */
   dsv4kv_report *report; /* out, optional: the call's report, in memory of the
                             tensors' device (see dsv4kv_report)                  */
