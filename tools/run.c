@@ -2,6 +2,7 @@
  * Option parsing only; the simulator is sim/ (sim.h). */
 #define _GNU_SOURCE
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -118,7 +119,8 @@ static int parse_num(const char *opt, const char *s, long long lo, long long hi,
   char *end = NULL;
   errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (errno || !end || end == s || *end || v < lo || v > hi) {
+  /* (strtoll skips leading white space; refused, as trailing space is) */
+  if (errno || !end || end == s || *end || isspace((unsigned char)*s) || v < lo || v > hi) {
     fprintf(stderr, "dsv4kv run: %s expects an integer in [%lld, %lld], got '%s'\n", opt, lo, hi,
             s);
     return -1;

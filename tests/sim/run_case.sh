@@ -337,6 +337,10 @@ cli)
   [ "$(grep -E '^  deepseek-v4' "$err" | awk '{ print index($0, "layers:") }' | sort -u | wc -l)" -eq 1 ] ||
     fail "unknown --model: preset descriptions not in one column"
   run 2 --max-requests 0
+  for bad in " 5" "5 " 5x "" 0x10; do # white space on either side refused alike
+    run 2 --max-requests "$bad"
+    has_err "--max-requests expects an integer in \[1, 2147483647\], got '$bad'"
+  done
   run 2 stray-argument
   if ! "$bin" version | grep -q '^backends: .*cuda$'; then # no GPU here: one clear refusal
     run 2 --device cuda
