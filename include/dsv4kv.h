@@ -272,7 +272,9 @@ typedef struct {
 /* The status a synchronous call would have returned for `report`:
  * DSV4KV_WARN_SKIPPED when anything was skipped, else DSV4KV_WARN_NONFINITE
  * when a non-finite value was counted, else DSV4KV_OK; DSV4KV_ERR_NULL for a
- * NULL report.  `report` is host memory. */
+ * NULL report, DSV4KV_ERR_VALUE for one no call could have written (a
+ * negative count, an unknown op or reason: e.g. copied from the wrong
+ * address); a zeroed report is DSV4KV_OK.  `report` is host memory. */
 DSV4KV_API dsv4kv_status dsv4kv_report_status(const dsv4kv_report *report);
 
 /* The sentence a synchronous call would have left in dsv4kv_last_error() for

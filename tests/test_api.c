@@ -129,6 +129,22 @@ static void report_matches_status(void **state) {
   assert_true(need > 0);
   assert_int_equal(dsv4kv_report_message(&rep, NULL, 100), need);
   assert_int_equal(dsv4kv_report_message(NULL, NULL, 100), strlen("report is NULL"));
+  /* a report no call wrote (negative counts, unknown op or reason): refused,
+   * never read as "nothing happened"; a zeroed one is OK */
+  const dsv4kv_report good = rep;
+  const struct { int64_t skipped, nonfinite; int32_t op, reason; } bad[] = {
+      {-1, 0, 1, 0}, {0, -5, 1, 0}, {INT64_MIN, INT64_MIN, 1, 1}, {1, 0, 7, 1}, {1, 0, -1, 1}, {1, 0, 1, 15},
+      {0, 0, 1, -2}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    rep = good;
+    rep.skipped = bad[i].skipped, rep.nonfinite = bad[i].nonfinite, rep.op = bad[i].op, rep.reason = bad[i].reason;
+    assert_status(dsv4kv_report_status(&rep), DSV4KV_ERR_VALUE);
+    assert_non_null(strstr(dsv4kv_last_error(), "not a report a call wrote"));
+    assert_true(dsv4kv_report_message(&rep, msg, sizeof msg) > 0);
+    assert_non_null(strstr(msg, "not a report a call wrote"));
+  }
+  memset(&rep, 0, sizeof rep);
+  assert_int_equal(dsv4kv_report_status(&rep), DSV4KV_OK);
   free(k);
   free(cache);
 }

@@ -177,7 +177,8 @@ static void usage(FILE *f) {
           "  --json FILE    the table as JSON;  --plot FILE  GB/s against size (.png or .svg, gnuplot)\n"
           "  --from-json F  no timing: --plot the results of an earlier --json F\n"
           "exit status: 0; 1 when a call, the JSON or the plot failed; 2 for a usage error, a\n"
-          "device without a backend, an output that cannot be written, no gnuplot for --plot.\n");
+          "device without a backend, an output that cannot be written, no gnuplot for --plot,\n"
+          "a --from-json file that cannot be read or holds no results of bench --json.\n");
 }
 
 /* The CPU half: fills root; returns the exit status. */
@@ -408,12 +409,12 @@ int cmd_bench(int argc, char **argv) {
   if ((rc = check_outputs(&c))) return rc;
   cJSON *root = NULL;
   if (c.from) { /* the plot of an earlier run (e.g. one on a GPU machine without gnuplot) */
-    if (!(root = bench_load_results(c.from))) return 1;
+    if (!(root = bench_load_results(c.from))) return 2; /* an unreadable input, as plot's */
     c.cuda = !strcmp(bench_json_str(root, "device"), "cuda");
     if (cJSON_GetArraySize(cJSON_GetObjectItem(root, "results")) == 0) {
       fprintf(stderr, "dsv4kv bench: --from-json %s: no results to plot\n", c.from);
       cJSON_Delete(root);
-      return 1;
+      return 2;
     }
   } else {
     root = cJSON_CreateObject();

@@ -237,16 +237,31 @@ const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, (const v
  * 8 x 8192 V4 43.3 / 42.1 / 41.1 / 39.7 us, NVFP4 37.7 / 35.8 / 34.7 / 33.6,
  * and 64 x 16384 (128 chunks a request at 8192) 627 us until 8192: 618. */
 enum { GATHER_BLOCKS = 8192 };
+/* The integer in environment variable `name` where it lies in [lo, hi],
+ * else dflt (the A/B knobs below; each read once, by its caller's static). */
+static int64_t env_in_range(const char *name, long lo, long hi, int64_t dflt) {
+  const char *e = getenv(name);
+  const long v = e ? strtol(e, NULL, 10) : 0;
+  return e && v >= lo && v <= hi ? (int64_t)v : dflt;
+}
+
 /* GATHER_BLOCKS, or DSV4KV_CUDA_GATHER_BLOCKS (128 .. 2^20) for A/B timings
- * of other budgets on one build (scripts/gpu-env-ab.sh); read once. */
+ * of other budgets on one build (scripts/gpu-env-ab.sh). */
 static int64_t cuda_gather_blocks(void) {
   static volatile int64_t blocks = 0;
-  if (blocks == 0) {
-    const char *e = getenv("DSV4KV_CUDA_GATHER_BLOCKS");
-    const long v = e ? strtol(e, NULL, 10) : 0;
-    blocks = v >= 128 && v <= (1L << 20) ? (int64_t)v : (int64_t)GATHER_BLOCKS;
-  }
+  if (blocks == 0) blocks = env_in_range("DSV4KV_CUDA_GATHER_BLOCKS", 128, 1L << 20, GATHER_BLOCKS);
   return blocks;
+}
+
+/* The turns a warp takes in its request's longest range before the budget
+ * caps the chunks (a chunk's warps x tokens a turn x turns = its tokens): 1, or
+ * DSV4KV_CUDA_GATHER_TURNS (1 .. 64) for A/B timings of fewer, longer
+ * chunks at decode sizes (64 x 256: 2048 blocks of one token a warp, two
+ * waves of resident blocks). */
+static int64_t cuda_gather_turns(void) {
+  static volatile int64_t turns = 0;
+  if (turns == 0) turns = env_in_range("DSV4KV_CUDA_GATHER_TURNS", 1, 64, 1);
+  return turns;
 }
 
 /* Whether a warp of one token a turn sends its next token's record to L2
@@ -310,7 +325,8 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
     const int tpw = p.record == DSV4KV_RECORD_MXFP8 && rows_left >= GATHER_PAIR_MIN_ROWS ? 2 : 1;
     const int64_t budget = cuda_gather_blocks();
     const int64_t most = a->R * 64 >= budget ? 64 : (budget + a->R - 1) / a->R;
-    int64_t chunks = (rows_left + CUDA_WARPS * tpw - 1) / (CUDA_WARPS * tpw);
+    const int64_t per_chunk = CUDA_WARPS * tpw * cuda_gather_turns();
+    int64_t chunks = (rows_left + per_chunk - 1) / per_chunk;
     chunks = chunks < 1 ? 1 : chunks > most ? most : chunks;
     const dim3 grid((unsigned)a->R, (unsigned)chunks);
     if (tpw == 2)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "report.h"
 
 void report_init(dsv4kv_report *r, op_id op) {
@@ -11,8 +12,19 @@ void report_init(dsv4kv_report *r, op_id op) {
   r->op = op;
 }
 
+/* Whether r could have been written by a call: counts >= 0, a known op and
+ * reason (a zeroed report is one: nothing counted). */
+static int report_plausible(const dsv4kv_report *r) {
+  return r->skipped >= 0 && r->nonfinite >= 0 && r->op >= OP_NONE && r->op <= OP_INDEXER_STORE &&
+         r->reason >= SKIP_NONE && r->reason <= SKIP_LENGTH_CLAMPED;
+}
+
 dsv4kv_status dsv4kv_report_status(const dsv4kv_report *r) {
   if (!r) return DSV4KV_ERR_NULL;
+  if (!report_plausible(r))
+    return dsv4kv_fail(DSV4KV_ERR_VALUE, "report: skipped %" PRId64 ", nonfinite %" PRId64 ", op %d, reason %d: "
+                       "not a report a call wrote (negative count or unknown op / reason)",
+                       r->skipped, r->nonfinite, (int)r->op, (int)r->reason);
   if (r->skipped > 0) return DSV4KV_WARN_SKIPPED;
   if (r->nonfinite > 0) return DSV4KV_WARN_NONFINITE;
   return DSV4KV_OK;
@@ -85,6 +97,9 @@ size_t dsv4kv_report_message(const dsv4kv_report *r, char *buf, size_t len) {
   int n = 0;
   if (!r) {
     n = snprintf(buf, len, "report is NULL");
+  } else if (!report_plausible(r)) {
+    n = snprintf(buf, len, "not a report a call wrote (skipped %" PRId64 ", nonfinite %" PRId64 ", op %d, reason %d)",
+                 r->skipped, r->nonfinite, (int)r->op, (int)r->reason);
   } else if (r->skipped > 0) {
     skip_sentence(r, first, sizeof first);
     if (r->skipped == 1)

@@ -102,7 +102,13 @@ PY
   ls "$work"/pwned* >/dev/null 2>&1 && fail "a plot ran a command"
   echo keep >"$work/keep.png"
   echo '{"results": []}' >"$work/empty.json"
-  "$bin" bench --from-json "$work/empty.json" --plot "$work/keep.png" >/dev/null 2>&1 && fail "--from-json of no results: exit 0"
+  "$bin" bench --from-json "$work/empty.json" --plot "$work/keep.png" >/dev/null 2>&1
+  [ $? -eq 2 ] || fail "--from-json of no results: exit status not 2"
+  echo '{' >"$work/broken.json"
+  for f in "$work/broken.json" "$work/missing.json"; do # unreadable input: a usage error, as plot's
+    "$bin" bench --from-json "$f" --plot "$work/keep.png" >/dev/null 2>&1
+    [ $? -eq 2 ] || fail "--from-json $f: exit status not 2"
+  done
   [ "$(cat "$work/keep.png")" = keep ] || fail "--from-json refused, yet the existing plot file was overwritten"
 fi
 for bad in "--device tpu" "--report" "--threads -1" "--threads 4294967297" "--min-runs 1x" "--min-seconds 1e999" \
