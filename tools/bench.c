@@ -123,6 +123,40 @@ static double copy_gbps(copy_arg *c, const bench_opts *o, int runs) {
   return s > 0 ? 2.0 * (double)c->n / s / 1e9 : -1;
 }
 
+/* Configurations of at least this many bytes are timed in pairs with the
+ * copy (paired_ratio): past the last-level cache each run comes from
+ * memory, and on a machine shared with other work its share of the memory
+ * moves within a second, so a ceiling measured only before the runs (as
+ * for the smaller configurations, which run warm) can be from another
+ * moment than they are.  64 MiB: the inserts and gathers of >= 64k tokens. */
+enum { BENCH_PAIRED_MIN_BYTES = 64 << 20 };
+
+/* The op `fn` (bytes a call) and the copy alternated run by run after one
+ * warm-up call of each, at least o->min_runs pairs and o->min_seconds of the
+ * op: the median op seconds, the median copy GB/s in *copy, and in *pct the
+ * median of each pair's op GB/s as % of its copy's GB/s; *runs the pairs. */
+static double paired_ratio(int (*fn)(void *), void *arg, double bytes, copy_arg *cp, const bench_opts *o,
+                           int *runs, double *copy, double *pct) {
+  double t[BENCH_MAX_RUNS], g[BENCH_MAX_RUNS], r[BENCH_MAX_RUNS], total = 0;
+  int n = 0;
+  if (fn(arg) || run_copy(cp)) return -1;
+  while (n < BENCH_MAX_RUNS && (n < o->min_runs || total < o->min_seconds)) {
+    double t0 = bench_now();
+    run_copy(cp);
+    const double tc = bench_now() - t0;
+    t0 = bench_now();
+    if (fn(arg)) return -1;
+    t[n] = bench_now() - t0;
+    g[n] = 2.0 * (double)cp->n / tc / 1e9;
+    r[n] = 100.0 * (bytes / t[n] / 1e9) / g[n];
+    total += t[n++];
+  }
+  *runs = n;
+  *copy = bench_median(g, n);
+  *pct = bench_median(r, n);
+  return bench_median(t, n);
+}
+
 /* ---- the ops ------------------------------------------------------------- */
 typedef struct {
   bench_case *c;
@@ -151,7 +185,8 @@ static void usage(FILE *f) {
           "  cpu:  one warm-up call, then the median of at least --min-runs runs (default 5)\n"
           "        and of at least --min-seconds (default 0.2); the ceiling is a memcpy of\n"
           "        256 MiB with the same threads, measured again before each configuration\n"
-          "        (sizes that stay in the caches can pass it).\n"
+          "        (sizes that stay in the caches can pass it); from 64 MiB a configuration's\n"
+          "        runs alternate with memcpy runs and %% copy is the median of the pairs' ratios.\n"
           "  cuda: device 0.  eager = one call between CUDA events, stream idle and L2\n"
           "        flushed before it (host side of the call included); graph = the call\n"
           "        captured n times in a CUDA graph, replayed, divided by n; medians after\n"
@@ -191,7 +226,9 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
   printf("dsv4kv bench: cpu, %d thread%s, libdsv4kv %s, cpu path %s; memcpy 256 MiB: %.1f GB/s (read + write)\n",
          o->threads, o->threads == 1 ? "" : "s", dsv4kv_version(), dsv4kv_cpu_path_current(), ceiling);
   printf("(%% copy: against the memcpy measured again just before each configuration, its GB/s in \"copy\":\n"
-         " a machine shared with other work moves both together)\n");
+         " a machine shared with other work moves both together; rows marked p, of %d MiB or more: each run\n"
+         " paired with a memcpy run, %% copy the median of the pairs' ratios, copy the pairs' median)\n",
+         BENCH_PAIRED_MIN_BYTES >> 20);
   printf("%-62s %10s %11s %9s %7s %7s %5s\n", "config", "MB", "median us", "GB/s", "copy", "% copy", "runs");
   double ceilings[256];
   int nceil = 0;
@@ -218,15 +255,22 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
     matched++;
     op_arg a = {&c, {.num_threads = o->threads}};
     int runs = 0;
-    const double here = copy_gbps(&cp, o, 3);
+    const int paired = cp.src && c.bytes >= BENCH_PAIRED_MIN_BYTES;
+    double here = -1, pct = 0, s;
+    if (paired) {
+      s = paired_ratio(run_op, &a, (double)c.bytes, &cp, o, &runs, &here, &pct);
+    } else {
+      here = copy_gbps(&cp, o, 3);
+      s = median_seconds(run_op, &a, o, &runs);
+    }
     if (here > 0 && nceil < 256) ceilings[nceil++] = here;
-    double s = median_seconds(run_op, &a, o, &runs);
     if (s < 0) {
       rc = 1;
     } else {
       double gbps = (double)c.bytes / s / 1e9;
-      printf("%-62s %10.2f %11.1f %9.2f %7.1f %6.1f%% %5d\n", c.name, (double)c.bytes / 1e6, s * 1e6, gbps, here,
-             here > 0 ? 100 * gbps / here : 0, runs);
+      if (!paired) pct = here > 0 ? 100 * gbps / here : 0;
+      printf("%-62s %10.2f %11.1f %9.2f %7.1f %6.1f%% %5d%s\n", c.name, (double)c.bytes / 1e6, s * 1e6, gbps, here,
+             pct, runs, paired ? " p" : "");
       fflush(stdout);
       cJSON *r = cJSON_CreateObject();
       cJSON_AddStringToObject(r, "config", c.name);
@@ -238,8 +282,9 @@ static int bench_cpu(const bench_opts *o, cJSON *root) {
       cJSON_AddNumberToObject(r, "median_us", s * 1e6);
       cJSON_AddNumberToObject(r, "gbps", gbps);
       cJSON_AddNumberToObject(r, "copy_gbps", here);
-      cJSON_AddNumberToObject(r, "pct_copy", here > 0 ? 100 * gbps / here : 0);
+      cJSON_AddNumberToObject(r, "pct_copy", pct);
       cJSON_AddNumberToObject(r, "runs", runs);
+      cJSON_AddBoolToObject(r, "paired", paired);
       if (c.table_columns) cJSON_AddNumberToObject(r, "table_columns", (double)c.table_columns);
       cJSON_AddItemToArray(rows, r);
     }

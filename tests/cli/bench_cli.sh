@@ -26,6 +26,20 @@ for r in rows:
     assert r["bytes"] > 0 and r["median_us"] > 0 and r["gbps"] > 0 and r["runs"] >= 1, r
     assert abs(r["gbps"] - r["bytes"] / r["median_us"] / 1e3) < 1e-6 * r["gbps"], r
 assert {r["op"] for r in rows} == {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer"}
+assert not any(r["paired"] for r in rows), "a decode-size row timed in pairs with the copy"
+PY
+# configurations of 64 MiB or more: runs paired with memcpy runs, % copy the pairs' median ratio
+"$bin" bench --op gather --record nvfp4 --sizes large --min-runs 2 --min-seconds 0 --json "$work/p.json" \
+  >"$work/out" 2>&1 || fail "bench --sizes large exited $?"
+grep -q "^gather_nvfp4 8x8192 .* p$" "$work/out" || fail "the large gather's row is not marked as paired"
+python3 - "$work/p.json" <<'PY' || fail "the paired rows' JSON"
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+assert len(rows) == 2 and all(r["paired"] and r["runs"] == 2 for r in rows), rows
+for r in rows:
+    assert r["copy_gbps"] > 0 and r["pct_copy"] > 0, r
+    # the pairs' median ratio, in percent, near the ratio of the medians
+    assert 0.2 < r["pct_copy"] / (100 * r["gbps"] / r["copy_gbps"]) < 5, r
 PY
 "$bin" bench --op global_topk --sizes prefill --min-runs 1 --min-seconds 0 --json "$work/w.json" >"$work/out" 2>&1 ||
   fail "bench --op global_topk --sizes prefill"
