@@ -6,8 +6,8 @@
  * (NVFP4: 8 bytes) and its block's scale byte.  The range comes from the
  * lengths as on the CPU; the tokens outside it are counted in bulk by the
  * request's first thread, so the work never follows a length value past
- * what `out` can hold.  Past 1024 rows a request a warp of one token a turn
- * also sends its next turn's record to L2 (prefetch_record). */
+ * what `out` can hold.  Past 1024 rows a request a warp of one V4 token a
+ * turn also sends its next turn's record to L2 (prefetch_record). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,21 +265,24 @@ static int64_t cuda_gather_turns(void) {
 }
 
 /* Whether a warp of one token a turn sends its next token's record to L2
- * (prefetch_record): from GATHER_PREFETCH_MIN_ROWS out rows a request, or
- * as DSV4KV_CUDA_GATHER_PREFETCH=1 / 0 forces (tests, A/B timings; read
+ * (prefetch_record): V4 from GATHER_PREFETCH_MIN_ROWS out rows a request,
+ * or as DSV4KV_CUDA_GATHER_PREFETCH=1 / 0 forces (tests, A/B timings; read
  * once).  H100, 3 alternated rounds (bench/NOTES-gpu.md run 40): 64 x 16384
  * V4 642 -> 628 us, NVFP4 533 -> 519, 8 x 8192 -0.5-1 %; decode sizes
- * (L2-resident, nothing to hide) +0-0.4 us.  MXFP8's two tokens a warp
- * already keep two records in flight: with the prefetch as well (48
+ * (L2-resident, nothing to hide) +0-0.4 us.  On the H200 (run 52, 2
+ * rounds) it helps V4 alike (468.0 -> 454.6 us) but costs NVFP4 18 %
+ * (386.9 -> 454.8 us at 64 x 16384, 28.6 -> 30.3 at 8 x 8192): NVFP4
+ * gathers go without it (on the H100 +3 %, run 51).  MXFP8's two tokens a
+ * warp already keep two records in flight: with the prefetch as well (48
  * registers and a spill) 64 x 16384 was 2.6 % slower, 8 x 8192 6 %. */
 enum { GATHER_PREFETCH_MIN_ROWS = 1024 };
-static int cuda_gather_prefetch(int64_t rows_left) {
+static int cuda_gather_prefetch(int64_t rows_left, dsv4kv_record record) {
   static volatile int forced = -2;
   if (forced == -2) {
     const char *e = getenv("DSV4KV_CUDA_GATHER_PREFETCH");
     forced = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
   }
-  return forced >= 0 ? forced : rows_left >= GATHER_PREFETCH_MIN_ROWS;
+  return forced >= 0 ? forced : record != DSV4KV_RECORD_NVFP4 && rows_left >= GATHER_PREFETCH_MIN_ROWS;
 }
 
 extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, dsv4kv_report *r) {
@@ -331,7 +334,7 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
     const dim3 grid((unsigned)a->R, (unsigned)chunks);
     if (tpw == 2)
       CUDA_LAUNCH_REPORTED(gather_pair_kernel, grid, call, p);
-    else if (cuda_gather_prefetch(rows_left))
+    else if (cuda_gather_prefetch(rows_left, c->record))
       CUDA_LAUNCH_REPORTED(gather_prefetch_kernel, grid, call, p);
     else
       CUDA_LAUNCH_REPORTED(gather_kernel, grid, call, p);
