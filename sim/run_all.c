@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plot.h"
 #include "report.h"
@@ -30,9 +31,29 @@ typedef struct {
   int plot_created;    /* the --plot file was created by the checks */
 } outputs;
 
-/* Opens --json's file and checks --plot's before anything runs. */
+/* Whether paths a and b name one existing file (links and other spellings
+ * included). */
+static int same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Opens --json's file and checks --plot's before anything runs; neither may
+ * be the trace (opening it for writing would empty it) or the other. */
 static int open_outputs(const sim_config *cfg, outputs *o) {
   memset(o, 0, sizeof *o);
+  const char *outs[2][2] = {{"--json", cfg->json_path}, {"--plot", cfg->plot_path}};
+  for (int i = 0; i < 2; i++) {
+    if (same_file(outs[i][1], cfg->trace_path)) {
+      fprintf(stderr, "dsv4kv run: %s %s is the trace; it would be overwritten (nothing was run)\n", outs[i][0],
+              outs[i][1]);
+      return -1;
+    }
+  }
+  if (same_file(cfg->json_path, cfg->plot_path)) {
+    fprintf(stderr, "dsv4kv run: --json and --plot name one file, %s (nothing was run)\n", cfg->json_path);
+    return -1;
+  }
   int to_stdout = sim_json_to_stdout(cfg);
   o->text = to_stdout ? stderr : stdout;
   o->json_name = to_stdout ? "stdout" : cfg->json_path;

@@ -94,7 +94,9 @@ class Tensor:
         if _is_torch(obj):
             address = _get_pointer(capsule, b"dltensor")
         else:
-            capsule, address, _ = _export(src, name)
+            capsule, address, read_only = _export(src, name)
+            if out and read_only:  # (any DLPack producer: the flags test above is numpy's alone)
+                raise _lib.DSV4KVValueError("%s is read-only (DLPack); the call writes it" % name, 6)
         self.dl = DLTensor()
         ctypes.memmove(ctypes.byref(self.dl), address, ctypes.sizeof(DLTensor))
         if mark_bf16:

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -230,6 +231,52 @@ static void test_sparse_million_ids(void **state) {
   if (r.seconds > 10) fail_msg("took %.1f s", r.seconds);
 }
 
+/* A whole combine case of 16384 x 4096 rows whose 768 MiB of tensors are
+ * holes: the file claims them but stores a page, so the cap (from the
+ * stored bytes) refuses its buffers instead of allocating them. */
+static void test_sparse_file_holes(void **state) {
+  (void)state;
+  enum { T = 16384, W = 4096 };
+  const struct {
+    const char *name;
+    int rank;
+    long long d0, d1;
+  } ts[] = {{"topk_indices", 2, T, W},  {"query_start_loc", 1, 2, 0},  {"seq_lens", 1, 1, 0},
+            {"gather_lens", 1, 1, 0},   {"combined_indices", 2, T, W}, {"combined_lens", 1, T, 0},
+            {"expected.combined_indices", 2, T, W}, {"expected.combined_lens", 1, T, 0}};
+  char hdr[2048];
+  int n = snprintf(hdr, sizeof hdr, "{\"__metadata__\": {\"op\": \"combine_topk_swa_indices\", \"window_size\": "
+                   "\"128\", \"compress_ratio\": \"4\", \"topk\": \"512\", \"M\": \"0\", \"N\": \"0\"}");
+  long long off = 0;
+  for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+    const long long bytes = 4 * ts[i].d0 * (ts[i].rank == 2 ? ts[i].d1 : 1);
+    char shape[64];
+    if (ts[i].rank == 2) snprintf(shape, sizeof shape, "%lld, %lld", ts[i].d0, ts[i].d1);
+    else snprintf(shape, sizeof shape, "%lld", ts[i].d0);
+    n += snprintf(hdr + n, sizeof hdr - (size_t)n, ", \"%s\": {\"dtype\": \"I32\", \"shape\": [%s], "
+                  "\"data_offsets\": [%lld, %lld]}", ts[i].name, shape, off, off + bytes);
+    off += bytes;
+  }
+  n += snprintf(hdr + n, sizeof hdr - (size_t)n, "}");
+  while (n % 8) hdr[n++] = ' ';
+  const char *path = tmp_path("sparse_holes.safetensors");
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  const uint64_t len = (uint64_t)n;
+  assert_int_equal(fwrite(&len, 8, 1, f), 1);
+  assert_int_equal(fwrite(hdr, 1, (size_t)n, f), (size_t)n);
+  assert_int_equal(fclose(f), 0);
+  assert_int_equal(truncate(path, 8 + n + off), 0);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  if ((long long)sb.st_blocks * 512 >= sb.st_size) skip(); /* a file system without holes */
+  run_result r;
+  run_verify(&r, path);
+  const char *want[] = {"over the cap", "stored", NULL};
+  expect_fail(&r, want);
+  if (r.seconds > 10) fail_msg("took %.1f s", r.seconds);
+}
+
 /* Dense cache metadata that disagrees with the cache tensor. */
 static void test_dense_geometry(void **state) {
   (void)state;
@@ -272,7 +319,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_output_sized_by_topk), cmocka_unit_test(test_zero_size_extent),
       cmocka_unit_test(test_sparse_too_large),     cmocka_unit_test(test_sparse_scattered),
-      cmocka_unit_test(test_sparse_million_ids),   cmocka_unit_test(test_dense_geometry),
+      cmocka_unit_test(test_sparse_million_ids),   cmocka_unit_test(test_sparse_file_holes),
+      cmocka_unit_test(test_dense_geometry),
       cmocka_unit_test(test_fifo),
   };
   return cmocka_run_group_tests_name("dsv4kv verify (hostile files)", tests, setup, teardown);

@@ -64,5 +64,22 @@ run 2 "$work/endless.csv:1: line is longer than 1048576 bytes" "$work/endless.cs
 } >"$work/wide.jsonl"
 run 0 "" "$work/wide.jsonl"
 
+# --json / --plot naming the trace (directly or through a link): refused, the trace left whole
+echo "$good" >"$work/self.jsonl"
+ln -s self.jsonl "$work/self-link.png"
+for out in "--json $work/self.jsonl" "--plot $work/self-link.png"; do
+  # shellcheck disable=SC2086
+  (eval "$limit"; timeout 30 "$dsv4kv" run --trace "$work/self.jsonl" --progress off $out) >"$work/out" 2>"$work/err"
+  got=$?
+  if [ "$got" -ne 2 ] || ! grep -q "is the trace; it would be overwritten" "$work/err" ||
+    [ "$(cat "$work/self.jsonl")" != "$good" ]; then
+    echo "FAIL: run --trace self.jsonl $out: exit $got, the trace now $(wc -c <"$work/self.jsonl") bytes"
+    sed 's/^/  /' "$work/err" | head -3
+    fails=$((fails + 1))
+  else
+    echo "ok: $out naming the trace refused"
+  fi
+done
+
 [ "$fails" -eq 0 ] || exit 1
 echo "all trace input cases passed"

@@ -136,6 +136,22 @@ def test_read_only_inputs_none_and_failed_calls():
     with pytest.raises(ValueError, match="k_cache is read-only"):
         dsv4kv.quantize_and_insert_k_cache(k, ro, slots)
     assert dsv4kv.last_report() is None  # the failed call left no report
+
+    class Producer:  # a DLPack producer without numpy's .flags: the capsule's read-only flag decides
+        def __init__(self, a):
+            self.a, self.dtype, self.shape = a, a.dtype, a.shape
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    before = ro.copy()
+    with pytest.raises(ValueError, match="k_cache is read-only"):
+        dsv4kv.quantize_and_insert_k_cache(k, Producer(ro), slots)
+    assert np.array_equal(ro, before)
+    dsv4kv.quantize_and_insert_k_cache(k, Producer(cache), slots)  # a writable one through the same producer
     with pytest.raises(ValueError, match="slot_mapping is None"):
         dsv4kv.quantize_and_insert_k_cache(k, cache, None)
     with pytest.raises(ValueError, match="topk_indices must be a 2-D"):
