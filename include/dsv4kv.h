@@ -345,7 +345,8 @@ DSV4KV_API size_t dsv4kv_struct_size(const char *name);
  * each row scans the later rows' slots, O(T^2): keep caches aligned (any
  * framework allocation is).  options.distinct_slots skips all of that where
  * the caller knows its slots are distinct (up to a third of a large call's
- * time on an H100).  k and slot_mapping must not lie inside k_cache.
+ * time on an H100).  k and slot_mapping must not lie inside k_cache's pages
+ * (DSV4KV_ERR_STRIDE).
  * Returns DSV4KV_OK, DSV4KV_WARN_SKIPPED, DSV4KV_WARN_NONFINITE (when asked)
  * or an argument error (NULL, DTYPE, RANK, SHAPE, STRIDE, VALUE, FORMAT,
  * DEVICE, BACKEND_NOT_BUILT). */
@@ -512,8 +513,7 @@ DSV4KV_API dsv4kv_status dsv4kv_build_flashinfer_mixed_sparse_indices(const dsv4
  * past cos_sin_cache.  Rows naming one slot: the later writing row wins (on
  * CUDA with the insert's alignment condition for calls past 1024 rows), unless
  * options.distinct_slots promises there are none (as for the insert).
- * k_cache must not overlap the inputs (not checked; the bytes are then
- * undefined: SPEC §7). */
+ * k_cache's pages must not overlap the inputs (DSV4KV_ERR_STRIDE). */
 DSV4KV_API dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTensor *positions,
                                                const DLTensor *cos_sin_cache,
                                                const DLTensor *rms_norm_weight, float eps,

@@ -328,13 +328,11 @@ static void sec7_nonfinite_count_independent_of_threads(void **state) {
   tcache_free(&c);
 }
 
-/* slot_mapping lying inside the cache it drives (a caller error the library
- * does not detect; SPEC §7 leaves the bytes undefined): an earlier row's
- * record rewrites a later row's slot with one past the cache.  Whatever
- * the bytes, nothing may be written past k_cache: each row writes the slot
- * value that was checked.  1024 rows: the bucketed row order, which reads
- * the slots in a pass of their own. */
-static void sec7_slots_inside_cache_write_nothing_outside(void **state) {
+/* slot_mapping lying inside the cache it drives, where an earlier row's
+ * record would rewrite a later row's slot with one past the cache: refused
+ * (ERR_STRIDE, naming both) before anything is written, on every thread
+ * count; so is k inside the cache, and an indexer store's inputs. */
+static void sec7_inputs_inside_cache_refused(void **state) {
   (void)state;
   enum { PAGES = 8192, REC = 528, T = 1024, GUARD = 4096 };
   for (int threads = 1; threads <= 2; threads++) {
@@ -344,21 +342,35 @@ static void sec7_slots_inside_cache_write_nothing_outside(void **state) {
     assert_non_null(k);
     int64_t *slots = (int64_t *)(cache + 2000 * REC); /* the record of slot 2000 */
     for (int t = 0; t < T; t++) slots[t] = -1;
-    slots[0] = 2000; /* row 0 writes the record holding slots[0 .. 65] */
-    for (int t = 1; t <= 63; t++) slots[t] = 32 * (100 + t) + 17; /* valid, read before row 0 writes */
+    slots[0] = 2000; /* row 0 would write the record holding slots[0 .. 65] */
+    for (int t = 1; t <= 63; t++) slots[t] = 32 * (100 + t) + 17;
     k[0] = dsv4kv_f32_to_bf16(448.0f); /* block scale 1 */
-    k[9] = dsv4kv_f32_to_bf16(0.125f); /* e4m3 0x20 at byte 9: slots[1] becomes 0x2000 = PAGES */
+    k[9] = dsv4kv_f32_to_bf16(0.125f); /* e4m3 0x20 at byte 9: slots[1] would become 0x2000 = PAGES */
+    uint8_t *before = malloc((size_t)PAGES * REC + GUARD);
+    assert_non_null(before);
+    memcpy(before, cache, (size_t)PAGES * REC + GUARD);
     int64_t ks[2] = {T, 512}, ss[1] = {T}, cs[2] = {PAGES, REC};
     DLTensor kt = {k, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, ks, NULL, 0};
     DLTensor st = {slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ss, NULL, 0};
     DLTensor ct = {cache, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, cs, NULL, 0};
     dsv4kv_cache_desc d = {DSV4KV_RECORD_MXFP8, DSV4KV_FP8_OCP, 1, 0, 0};
     dsv4kv_options o = {.num_threads = threads};
-    const dsv4kv_status st_call = dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, &o);
-    assert_false(dsv4kv_is_error(st_call));
-    int outside = 0;
-    for (int i = 0; i < GUARD; i++) outside += cache[(size_t)PAGES * REC + i] != 0;
-    assert_int_equal(outside, 0);
+    assert_status(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, &o), DSV4KV_ERR_STRIDE);
+    assert_non_null(strstr(dsv4kv_last_error(), "k_cache overlaps slot_mapping"));
+    assert_memory_equal(cache, before, (size_t)PAGES * REC + GUARD);
+    /* k inside the cache (its last page), the slots outside: refused too */
+    int64_t outside_slots[T];
+    for (int t = 0; t < T; t++) outside_slots[t] = t;
+    st.data = outside_slots;
+    kt.data = cache + (size_t)(PAGES - 2) * REC;
+    ks[0] = 1;
+    ss[0] = 1;
+    assert_status(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, &o), DSV4KV_ERR_STRIDE);
+    assert_non_null(strstr(dsv4kv_last_error(), "k_cache overlaps k"));
+    /* k just past the cache's last page: apart, accepted */
+    kt.data = cache + (size_t)PAGES * REC;
+    assert_false(dsv4kv_is_error(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, &o)));
+    free(before);
     free(cache);
     free(k);
   }
@@ -422,7 +434,7 @@ int main(void) {
       cmocka_unit_test(sec7_empty_tensor_compact_strides_saturate),
       cmocka_unit_test(sec7_num_threads_capped),
       cmocka_unit_test(sec7_nonfinite_count_independent_of_threads),
-      cmocka_unit_test(sec7_slots_inside_cache_write_nothing_outside),
+      cmocka_unit_test(sec7_inputs_inside_cache_refused),
       cmocka_unit_test(sec7_fork_while_noting_skips),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

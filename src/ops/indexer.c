@@ -36,5 +36,8 @@ dsv4kv_status dsv4kv_indexer_k_norm_rope_store(const DLTensor *k_pre, const DLTe
   const tview *v[] = {&a.k_pre, &a.positions, &a.cos_sin, &a.weight, &cache_tv, &a.slots};
   const char *n[] = {"k_pre", "positions", "cos_sin_cache", "rms_norm_weight", "k_cache",
                      "kv_slot_mapping"};
+  const tview *w[] = {v[0], v[1], v[2], v[3], v[5], v[4]}; /* the cache against every input */
+  const char *wn[] = {n[0], n[1], n[2], n[3], n[5], n[4]};
+  if ((st = tview_outputs_apart(w, wn, 5, 6))) return st;
   return op_dispatch(OP_INDEXER_STORE, &a, v, n, 6, opt);
 }

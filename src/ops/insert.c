@@ -16,5 +16,6 @@ dsv4kv_status dsv4kv_quantize_and_insert_k_cache(const DLTensor *k, const DLTens
 
   const tview *v[] = {&a.k, &a.slots, &cache_tv};
   const char *n[] = {"k", "slot_mapping", "k_cache"};
+  if ((st = tview_outputs_apart(v, n, 2, 3))) return st; /* the cache against k and the slots */
   return op_dispatch(OP_INSERT, &a, v, n, 3, opt);
 }

@@ -124,6 +124,25 @@ def test_integers_are_range_checked_not_wrapped():
                                                block_size=b)
 
 
+def test_inputs_inside_the_cache_refused():
+    """k, the slots or an indexer input viewed out of the cache's own bytes:
+    refused (ERR_STRIDE, a ValueError naming both) and nothing written."""
+    cache = v4_cache()
+    before = cache.copy()
+    k = cache.reshape(-1)[:2 * 1024].view(ml_dtypes.bfloat16).reshape(2, 512)
+    with pytest.raises(ValueError, match="k_cache overlaps k"):
+        dsv4kv.quantize_and_insert_k_cache(k, cache, np.arange(2, dtype=np.int64))
+    slots = cache[3].reshape(-1)[:16].view(np.int64)
+    with pytest.raises(ValueError, match="k_cache overlaps slot_mapping"):
+        dsv4kv.quantize_and_insert_k_cache(keys(2), cache, slots)
+    assert np.array_equal(cache, before)
+    icache = np.zeros((2, 64, 132), np.uint8)
+    cos_sin = icache[1].reshape(-1)[:4 * 64 * 4].view(np.float32).reshape(4, 64)
+    with pytest.raises(ValueError, match="k_cache overlaps cos_sin_cache"):
+        dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64), cos_sin,
+                                         np.ones(128, np.float32), 1e-6, icache, np.zeros(1, np.int64), 1, False)
+
+
 def test_read_only_inputs_none_and_failed_calls():
     cache = v4_cache()
     k, slots = keys(2), np.arange(2, dtype=np.int64)
