@@ -1,4 +1,5 @@
 /* dsv4kv: the command-line front end.  Dispatches to one subcommand. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@ static void usage(FILE *f) {
           "  bench    time every op at the reference's sizes beside the copy bandwidth\n"
           "  version  print the library version (also -V, --version)\n"
           "\n"
-          "'dsv4kv <command> --help' describes a command's options.\n"
+          "'dsv4kv <command> --help' describes a command's options.  Every command exits 2\n"
+          "when its standard output cannot be written.\n"
           "\n"
           "environment (the CPU backend; a malformed value is ignored):\n"
           "  DSV4KV_CPU_PATH=scalar|avx2|avx512  the SIMD path (default: the best this processor runs)\n"
@@ -107,7 +109,18 @@ static int print_version(int argc, char **argv) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+/* A command's exit status once what it printed is flushed: a standard
+ * output that could not take it (a full disk, a closed pipe) is a failed
+ * output, exit 2, as an unwritable --json file is. */
+static int finish(int rc) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "dsv4kv: cannot write to standard output: %s\n", strerror(errno));
+    return 2;
+  }
+  return rc;
+}
+
+static int dispatch(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return 2;
@@ -127,3 +140,5 @@ int main(int argc, char **argv) {
   usage(stderr);
   return 2;
 }
+
+int main(int argc, char **argv) { return finish(dispatch(argc, argv)); }

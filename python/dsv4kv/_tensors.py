@@ -10,7 +10,9 @@ taken as bf16 bits where the library expects bf16.
 
 import ctypes
 import functools
+import math
 import operator
+import struct
 
 from . import _lib
 from ._lib import DLTensor, Options, Report, lib
@@ -154,9 +156,18 @@ def f32(x, name):
     if isinstance(x, (str, bytes)) or x is None:
         raise _lib.DSV4KVTypeError("%s = %r is not a number" % (name, x), 2)
     try:
-        return float(x)
+        v = float(x)
     except (TypeError, ValueError):
         raise _lib.DSV4KVTypeError("%s = %r is not a number" % (name, x), 2) from None
+    # the parameter is a C float: a finite value past its range would arrive as inf
+    if math.isfinite(v):
+        try:
+            past = math.isinf(struct.unpack("f", struct.pack("f", v))[0])
+        except OverflowError:  # (some Pythons raise instead of rounding to inf)
+            past = True
+        if past:
+            raise _lib.DSV4KVValueError("%s = %r does not fit in float32" % (name, x), 6)
+    return v
 
 
 def flag(x, name):

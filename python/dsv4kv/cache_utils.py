@@ -37,6 +37,17 @@ def _shape(x, name, ndim):
     return shape
 
 
+def _cache_shape(k_cache):
+    """k_cache's shape, 2-D [num_blocks, page bytes] or 3-D [num_blocks,
+    block_size, record bytes] (a rank error otherwise, before the shape is
+    read for a record width or a block size)."""
+    shape = tuple(k_cache.shape)
+    if len(shape) not in (2, 3):
+        raise _lib.DSV4KVValueError("k_cache must be 2-D [num_blocks, page bytes] or 3-D [num_blocks, block_size, "
+                                    "record bytes], got shape %s" % (shape,), 3)
+    return shape
+
+
 def _main_desc(k_cache, block_size, use_fnuz, bytes_per_token):
     """The cache description as the reference reads it: the record from
     k_cache.shape[-1] (3-D caches) or bytes_per_token; the block size from
@@ -44,7 +55,7 @@ def _main_desc(k_cache, block_size, use_fnuz, bytes_per_token):
     block_size = i32(block_size, "block_size")
     if k_cache is None or not hasattr(k_cache, "shape"):
         raise _lib.DSV4KVTypeError("k_cache is %s; pass a uint8 tensor" % type(k_cache).__name__, 2)
-    shape = tuple(k_cache.shape)
+    shape = _cache_shape(k_cache)
     width = shape[-1] if len(shape) == 3 else bytes_per_token
     if width is None and block_size <= 0:  # no page width to read a record off: name the real culprit
         raise _lib.DSV4KVValueError("block_size = %d; must be > 0" % block_size, 6)

@@ -7,6 +7,7 @@ import ctypes
 from . import _lib
 from ._lib import CacheDesc, lib
 from ._tensors import api, arg, call, f32, flag, i32
+from .cache_utils import _cache_shape
 
 
 @api
@@ -36,7 +37,7 @@ def indexer_k_norm_rope_store(k_pre, positions, cos_sin_cache, rms_norm_weight, 
     """
     if k_cache is None or not hasattr(k_cache, "shape"):
         raise _lib.DSV4KVTypeError("k_cache is %s; pass a uint8 tensor" % type(k_cache).__name__, 2)
-    shape = tuple(k_cache.shape)
+    shape = _cache_shape(k_cache)
     if len(shape) == 3 and block_size is None:
         block_size = shape[1]  # the library checks a given one against it
     if block_size is None:

@@ -28,6 +28,13 @@ for r in rows:
 assert {r["op"] for r in rows} == {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer"}
 assert not any(r["paired"] for r in rows), "a decode-size row timed in pairs with the copy"
 PY
+# a standard output that cannot take the table: exit 2, said on stderr
+if [ -w /dev/full ]; then
+  "$bin" bench --op combine --sizes decode --min-runs 1 --min-seconds 0 >/dev/full 2>"$work/err"
+  [ $? -eq 2 ] && grep -q "cannot write to standard output" "$work/err" || fail "bench >/dev/full: not exit 2 with a message"
+  "$bin" version >/dev/full 2>/dev/null
+  [ $? -eq 2 ] || fail "version >/dev/full: not exit 2"
+fi
 # configurations of 64 MiB or more: runs paired with memcpy runs, % copy the pairs' median ratio
 "$bin" bench --op gather --record nvfp4 --sizes large --min-runs 2 --min-seconds 0 --json "$work/p.json" \
   >"$work/out" 2>&1 || fail "bench --sizes large exited $?"

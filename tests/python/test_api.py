@@ -124,6 +124,23 @@ def test_integers_are_range_checked_not_wrapped():
                                                block_size=b)
 
 
+def test_cache_rank_and_float_range_named():
+    """a k_cache of the wrong rank is a rank error, whatever else is missing;
+    a float parameter past float32's range is refused, not passed as inf."""
+    for bad in (np.zeros((), np.uint8), np.zeros(64, np.uint8), np.zeros((1, 1, 64, 584), np.uint8)):
+        with pytest.raises(ValueError, match="k_cache must be 2-D .* or 3-D"):
+            dsv4kv.dequantize_and_gather_k_cache(np.zeros((1, 4, 512), ml_dtypes.bfloat16), bad, np.ones(1, np.int32),
+                                                 None, np.zeros((1, 1), np.int32), 64, 0)
+        with pytest.raises(ValueError, match="k_cache must be 2-D .* or 3-D"):
+            dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
+                                             np.zeros((4, 64), np.float32), np.ones(128, np.float32), 1e-6, bad,
+                                             np.zeros(1, np.int64), 1, False)
+    with pytest.raises(ValueError, match="rms_norm_eps = 1e\\+39 does not fit in float32"):
+        dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
+                                         np.zeros((4, 64), np.float32), np.ones(128, np.float32), 1e39,
+                                         np.zeros((1, 64, 132), np.uint8), np.zeros(1, np.int64), 1, False)
+
+
 def test_inputs_inside_the_cache_refused():
     """k, the slots or an indexer input viewed out of the cache's own bytes:
     refused (ERR_STRIDE, a ValueError naming both) and nothing written."""
