@@ -175,8 +175,8 @@ static double size_unit(const char *u) {
 }
 
 int sim_parse_size(const char *s, int64_t *bytes) {
-  if (!s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
-    return -1; /* no sign, no leading space, no "inf" / "nan" */
+  if (!s || !(isdigit((unsigned char)s[0]) || s[0] == '.') || strpbrk(s, "xX"))
+    return -1; /* no sign, no leading space, no "inf" / "nan", no hex float */
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);

@@ -7,6 +7,7 @@
  * the stages. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -57,12 +58,17 @@ static int budget_pages(sim_ctx *c, int64_t *pages) {
   if (n < 1) {
     fprintf(stderr,
             "dsv4kv run: --kv-cache-memory %s holds no page: one page of %d tokens takes %.2f "
-            "MiB in the caches of all %d layers of %s (%s records); give at least %.2f MiB\n",
+            "MiB in the caches of all %d layers of %s (%s records); give at least %.2f MiB%s\n",
             c->cfg.kv_cache_arg, c->bs, (double)page / 1048576.0, sim_model_layers(c->model),
-            c->model->name, sim_format_name(c->cfg.format), (double)page / 1048576.0);
+            c->model->name, sim_format_name(c->cfg.format), (double)page / 1048576.0,
+            isdigit((unsigned char)c->cfg.kv_cache_arg[strlen(c->cfg.kv_cache_arg) - 1])
+                ? " (a number without a unit is bytes)" : "");
     return -1;
   }
-  *pages = n > (1 << 28) ? (1 << 28) : n;
+  if (n > SIM_MAX_POOL_PAGES) /* as --num-blocks' limit; said, not silent */
+    fprintf(stderr, "dsv4kv run: --kv-cache-memory %s holds %lld pages of %d tokens; the pool takes at most %d\n",
+            c->cfg.kv_cache_arg, (long long)n, c->bs, SIM_MAX_POOL_PAGES);
+  *pages = n > SIM_MAX_POOL_PAGES ? SIM_MAX_POOL_PAGES : n;
   return 0;
 }
 

@@ -23,6 +23,10 @@
 #define SIM_DEFAULT_MAX_NUM_SEQS 256
 #define SIM_DEFAULT_SEED 1
 
+/* Pages a pool may hold at most (--num-blocks' limit; --kv-cache-memory's
+ * pages are capped at it, with a note). */
+#define SIM_MAX_POOL_PAGES (1 << 28)
+
 /* --format takes up to this many records (each once): one run per record. */
 #define SIM_MAX_FORMATS 3
 

@@ -30,8 +30,9 @@ static void usage_options(FILE *f) {
           "                          compressed entries of every layer kind (N/4 and N/128)\n"
           "  --kv-cache-memory SIZE  size the page pool from a memory budget for the whole\n"
           "                          model's caches (all layers, main + indexer), e.g. 40GiB,\n"
-          "                          512MiB, 16GB (KiB/MiB/GiB/TiB powers of 1024, KB/MB/GB/TB\n"
-          "                          of 1000): the pool holds as many pages as fit, per format\n"
+          "                          512MiB, 16GB (K/M/G/T and KiB/MiB/GiB/TiB powers of 1024,\n"
+          "                          KB/MB/GB/TB of 1000, no unit: bytes): the pool holds as\n"
+          "                          many pages as fit, per format\n"
           "  --num-blocks N          pages in the pool (default: twice the largest request, at\n"
           "                          least 64K tokens, at most the whole workload).  A request\n"
           "                          that cannot fit even in an empty pool is an error\n"
@@ -189,7 +190,7 @@ static int number_option(int c, const char *arg, sim_config *cfg) {
       cfg->block_size = (int32_t)v;
       return 0;
     case OPT_NUM_BLOCKS:
-      if (parse_num("--num-blocks", arg, 1, 1 << 28, &v))
+      if (parse_num("--num-blocks", arg, 1, SIM_MAX_POOL_PAGES, &v))
         return -1;
       cfg->num_blocks = (int32_t)v;
       return 0;
@@ -251,7 +252,7 @@ static int word_option(int c, const char *arg, sim_config *cfg) {
       if (sim_parse_size(arg, &cfg->kv_cache_bytes)) {
         fprintf(stderr,
                 "dsv4kv run: --kv-cache-memory expects a positive size of at most 2^60 bytes, such as "
-                "40GiB, 512MiB or 16GB (units B, KiB, MiB, GiB, TiB, KB, MB, GB, TB), got '%s'\n",
+                "40GiB, 512MiB or 16GB (units B, K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB, TB; decimal digits), got '%s'\n",
                 arg);
         return -1;
       }

@@ -361,12 +361,18 @@ budget)
   run 0 --max-requests 4 --kv-cache-memory "2.5 GB" --quiet
   run 0 --max-requests 4 --kv-cache-memory 3g --quiet
   # nonsense is refused by name, before anything runs
-  for bad in abc 0 0GiB -5GiB 12XB 1e400 GiB 5GiBs '' inf nan; do
+  for bad in abc 0 0GiB -5GiB 12XB 1e400 GiB 5GiBs '' inf nan 0x1p4GiB 0x10; do
     run 2 --max-requests 4 --kv-cache-memory "$bad"
     has_err "--kv-cache-memory expects a positive size of at most 2^60 bytes, such as 40GiB"
   done
   run 2 --max-requests 4 --kv-cache-memory 1MiB
   has_err "--kv-cache-memory 1MiB holds no page: one page of 256 tokens takes 7.07 MiB"
+  no_err "a number without a unit is bytes"
+  run 2 --max-requests 4 --kv-cache-memory 40
+  has_err "(a number without a unit is bytes)"
+  # past the pool's page limit: capped, and said
+  run 0 --max-requests 2 --kv-cache-memory 1e18 --quiet
+  has_err "--kv-cache-memory 1e18 holds 134873844400 pages of 256 tokens; the pool takes at most 268435456"
   run 2 --max-requests 24 --kv-cache-memory 20MiB
   has_err "page pool is too small for one request"
   has_err "Raise --kv-cache-memory to at least"
