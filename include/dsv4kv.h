@@ -554,8 +554,9 @@ typedef struct {
  * DSV4KV_ERR_NULL / _VALUE / _FORMAT for a bad description,
  * DSV4KV_ERR_BACKEND_NOT_BUILT for kDLCUDA where the CUDA backend cannot run
  * (dsv4kv_backend_unavailable_reason says why),
- * DSV4KV_ERR_DEVICE for another device type, DSV4KV_ERR_BACKEND when CUDA
- * fails.  Call it once per device, before serving or capturing. */
+ * DSV4KV_ERR_DEVICE for another device type or a negative device id,
+ * DSV4KV_ERR_BACKEND when CUDA fails.  Call it once per device, before
+ * serving or capturing. */
 DSV4KV_API dsv4kv_status dsv4kv_warmup(const dsv4kv_model_desc *model, DLDevice device, int32_t *kernels_loaded);
 
 /* ======================================================================== */

@@ -149,6 +149,19 @@ static void report_matches_status(void **state) {
   free(cache);
 }
 
+/* dsv4kv_warmup: nothing to load on the CPU; a negative CUDA device id is
+ * named as such, before the backend is asked. */
+static void warmup_cpu_and_bad_device(void **state) {
+  (void)state;
+  int32_t ratios[4] = {0, 4, 128, 4}, loaded = -1;
+  dsv4kv_model_desc m = {4, ratios, 512, 128, {DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0},
+                         {DSV4KV_RECORD_INDEXER_FP8, DSV4KV_FP8_OCP, 64, 0, 0}};
+  assert_status(dsv4kv_warmup(&m, (DLDevice){kDLCPU, 0}, &loaded), DSV4KV_OK);
+  assert_int_equal(loaded, 0);
+  assert_status(dsv4kv_warmup(&m, (DLDevice){kDLCUDA, -1}, &loaded), DSV4KV_ERR_DEVICE);
+  assert_non_null(strstr(dsv4kv_last_error(), "device.device_id = -1 is negative"));
+}
+
 /* The tensor on another device than the rest is the one the message names. */
 static void device_mismatch_names_odd_tensor(void **state) {
   (void)state;
@@ -195,6 +208,7 @@ int main(void) {
       cmocka_unit_test(status_is_error),        cmocka_unit_test(version_and_backends),
       cmocka_unit_test(records),                cmocka_unit_test(struct_sizes),
       cmocka_unit_test(report_matches_status),  cmocka_unit_test(device_mismatch_names_odd_tensor),
+      cmocka_unit_test(warmup_cpu_and_bad_device),
       cmocka_unit_test(cpu_paths),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

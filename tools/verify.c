@@ -101,7 +101,7 @@ static char *join_path(const char *dir, const char *name) {
   return p;
 }
 
-/* Appends the directory's *.safetensors regular files, sorted by name (a
+/* Appends the directory's *.safetensors entries but directories, sorted by name (a
  * byte-wise order, so the run order does not depend on the locale). */
 static int expand_dir(const char *dir, str_list *files, char *err, size_t err_len) {
   DIR *d = opendir(dir);
@@ -116,7 +116,8 @@ static int expand_dir(const char *dir, str_list *files, char *err, size_t err_le
     if (!has_suffix(e->d_name, ".safetensors")) continue;
     char *path = join_path(dir, e->d_name);
     struct stat sb;
-    if (path && !stat(path, &sb) && !S_ISREG(sb.st_mode)) { /* a dir named x.safetensors */
+    if (path && !stat(path, &sb) && S_ISDIR(sb.st_mode)) { /* a dir named x.safetensors: not a file; a FIFO or a
+                                                              device is listed, and fails as not a regular file */
       free(path);
       continue;
     }

@@ -34,8 +34,10 @@ dsv4kv_status dsv4kv_warmup(const dsv4kv_model_desc *m, DLDevice device, int32_t
   if (device.device_type != kDLCUDA && device.device_type != kDLCUDAManaged)
     return dsv4kv_fail(DSV4KV_ERR_DEVICE, "device type %d: only kDLCPU and kDLCUDA have backends",
                        (int)device.device_type);
+  if (device.device_id < 0)
+    return dsv4kv_fail(DSV4KV_ERR_DEVICE, "device.device_id = %d is negative", device.device_id);
   if (!cuda_backend_if_built())
-    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT, "device is CUDA device %d but %s", device.device_id,
+    return dsv4kv_fail(DSV4KV_ERR_BACKEND_NOT_BUILT, "device is CUDA device %d, and %s", device.device_id,
                        cuda_unavailable_reason());
   if ((st = cuda_warmup(device.device_id, compressed, kernels_loaded))) return st;
   dsv4kv_clear_error();

@@ -308,6 +308,16 @@ static void test_fifo(void **state) {
   run_verify(&r, path);
   const char *want[] = {"pipe.safetensors: not a regular file (a FIFO)", NULL};
   expect_fail(&r, want);
+  /* in a directory it is listed too, and fails the same way (it was left
+   * out, and the directory then said it held no files) */
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", tmp_path("fifo_dir"));
+  assert_int_equal(mkdir(dir, 0700), 0);
+  char fifo[600];
+  snprintf(fifo, sizeof fifo, "%s/pipe.safetensors", dir);
+  if (mkfifo(fifo, 0600)) skip();
+  run_verify(&r, dir);
+  expect_fail(&r, want);
 }
 
 int main(int argc, char **argv) {
