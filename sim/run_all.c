@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "plot.h"
 #include "report.h"
@@ -42,7 +43,8 @@ static int same_file(const char *a, const char *b) {
  * be the trace (opening it for writing would empty it) or the other. */
 static int open_outputs(const sim_config *cfg, outputs *o) {
   memset(o, 0, sizeof *o);
-  const char *outs[2][2] = {{"--json", cfg->json_path}, {"--plot", cfg->plot_path}};
+  int to_stdout = sim_json_to_stdout(cfg);
+  const char *outs[2][2] = {{"--json", to_stdout ? NULL : cfg->json_path}, {"--plot", cfg->plot_path}};
   for (int i = 0; i < 2; i++) {
     if (same_file(outs[i][1], cfg->trace_path)) {
       fprintf(stderr, "dsv4kv run: %s %s is the trace; it would be overwritten (nothing was run)\n", outs[i][0],
@@ -50,18 +52,27 @@ static int open_outputs(const sim_config *cfg, outputs *o) {
       return -1;
     }
   }
-  if (same_file(cfg->json_path, cfg->plot_path)) {
+  o->text = to_stdout ? stderr : stdout;
+  o->json_name = to_stdout ? "stdout" : cfg->json_path;
+  /* --json and --plot naming one file: seen by stat where the file exists,
+   * else once --json's new file is created (and then removed again) */
+  const int json_new = !to_stdout && cfg->json_path && access(cfg->json_path, F_OK) != 0;
+  if (!to_stdout && same_file(cfg->json_path, cfg->plot_path)) {
     fprintf(stderr, "dsv4kv run: --json and --plot name one file, %s (nothing was run)\n", cfg->json_path);
     return -1;
   }
-  int to_stdout = sim_json_to_stdout(cfg);
-  o->text = to_stdout ? stderr : stdout;
-  o->json_name = to_stdout ? "stdout" : cfg->json_path;
   if (to_stdout)
     o->json = stdout;
   else if (cfg->json_path && !(o->json = fopen(cfg->json_path, "w"))) {
     fprintf(stderr, "dsv4kv run: --json %s: cannot open the file for writing: %s (nothing was run)\n",
             cfg->json_path, strerror(errno));
+    return -1;
+  }
+  if (json_new && o->json && same_file(cfg->json_path, cfg->plot_path)) {
+    fclose(o->json);
+    o->json = NULL;
+    remove(cfg->json_path);
+    fprintf(stderr, "dsv4kv run: --json and --plot name one file, %s (nothing was run)\n", cfg->json_path);
     return -1;
   }
   if (cfg->plot_path) {

@@ -7,7 +7,6 @@
  * the stages. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -61,7 +60,7 @@ static int budget_pages(sim_ctx *c, int64_t *pages) {
             "MiB in the caches of all %d layers of %s (%s records); give at least %.2f MiB%s\n",
             c->cfg.kv_cache_arg, c->bs, (double)page / 1048576.0, sim_model_layers(c->model),
             c->model->name, sim_format_name(c->cfg.format), (double)page / 1048576.0,
-            isdigit((unsigned char)c->cfg.kv_cache_arg[strlen(c->cfg.kv_cache_arg) - 1])
+            strchr("0123456789.", c->cfg.kv_cache_arg[strlen(c->cfg.kv_cache_arg) - 1])
                 ? " (a number without a unit is bytes)" : "");
     return -1;
   }

@@ -374,6 +374,29 @@ static void sec7_inputs_inside_cache_refused(void **state) {
     free(cache);
     free(k);
   }
+  /* one layer's pages of a [pages, 2 layers, page] buffer (page stride two
+   * pages): k in the other layer's bytes between them is apart, accepted;
+   * k reaching into a page of this layer is refused; a 0-row k anywhere is
+   * accepted (no bytes to read) */
+  enum { LP = 4, PAGE = 64 * 584 };
+  uint8_t *buf = calloc((size_t)LP * 2 * PAGE, 1);
+  assert_non_null(buf);
+  int64_t cs[2] = {LP, PAGE}, cst[2] = {2 * PAGE, 1}, ks[2] = {2, 512}, ss[1] = {2};
+  int64_t slots[2] = {0, 1};
+  DLTensor ct = {buf, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, cs, cst, 0};
+  DLTensor kt = {buf + PAGE, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, ks, NULL, 0}; /* layer 1's page 0 */
+  DLTensor st = {slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ss, NULL, 0};
+  dsv4kv_cache_desc d = {DSV4KV_RECORD_V4, DSV4KV_FP8_OCP, 64, 0, 0};
+  assert_false(dsv4kv_is_error(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, NULL)));
+  kt.data = buf + 2 * PAGE - 1024; /* its second row is the first of layer 0's page 1 */
+  assert_status(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, NULL), DSV4KV_ERR_STRIDE);
+  kt.data = buf + 4 * PAGE - 2048; /* the end of layer 1's page 1, up to layer 0's page 2 */
+  assert_false(dsv4kv_is_error(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, NULL)));
+  kt.data = buf + 2 * PAGE + 100; /* inside layer 0's page 1 */
+  assert_status(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, NULL), DSV4KV_ERR_STRIDE);
+  ks[0] = 0, ss[0] = 0; /* no rows */
+  assert_false(dsv4kv_is_error(dsv4kv_quantize_and_insert_k_cache(&kt, &ct, &d, &st, NULL)));
+  free(buf);
 }
 
 /* A forked child calls the library while another thread of the parent was

@@ -56,19 +56,19 @@ void gc_init(golden_case *c, const st_file *st, DLDeviceType device) {
   c->device.device_type = device;
   c->device.device_id = 0;
   c->opt.skipped = &c->skipped;
-  size_t size = st_file_stored_size(st), extra;
+  size_t size = st_file_size(st), extra;
   if (__builtin_mul_overflow(size, (size_t)GC_ALLOC_PER_FILE_BYTE, &extra) ||
-      __builtin_add_overflow(extra, GC_ALLOC_BASE_BYTES, &c->alloc_cap))
-    c->alloc_cap = SIZE_MAX;
+      __builtin_add_overflow(extra, GC_ALLOC_BASE_BYTES, &c->alloc_cap) || c->alloc_cap > GC_ALLOC_MAX_BYTES)
+    c->alloc_cap = GC_ALLOC_MAX_BYTES;
 }
 
 /* Charges `bytes` to the case before they are allocated (`what` names them). */
 static int reserve(golden_case *c, const char *what, size_t bytes) {
   if (bytes > c->alloc_cap - c->alloc_bytes)
-    return gc_fail(c, "%s needs %zu bytes, over the cap of %zu bytes this file of %zu bytes stored (%zu long) "
-                   "may make verify allocate (%zu MiB + %d x its stored bytes; %zu in use already)",
-                   what, bytes, c->alloc_cap, st_file_stored_size(c->st), st_file_size(c->st),
-                   GC_ALLOC_BASE_BYTES >> 20, GC_ALLOC_PER_FILE_BYTE, c->alloc_bytes);
+    return gc_fail(c, "%s needs %zu bytes, over the cap of %zu bytes this %zu-byte file may make "
+                   "verify allocate (%zu MiB + %d x the file, at most %zu GiB; %zu in use already)",
+                   what, bytes, c->alloc_cap, st_file_size(c->st), GC_ALLOC_BASE_BYTES >> 20,
+                   GC_ALLOC_PER_FILE_BYTE, GC_ALLOC_MAX_BYTES >> 30, c->alloc_bytes);
   c->alloc_bytes += bytes;
   return 0;
 }

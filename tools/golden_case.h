@@ -79,9 +79,13 @@ typedef struct {
 
 /* What one case may allocate: its copies of the file's tensors, its new
  * outputs, a sparse cache's resident pages.  The golden files need at most
- * about twice their size; a few-KB file cannot ask for gigabytes. */
+ * about twice their size; a few-KB file cannot ask for gigabytes, and none
+ * may ask for more than GC_ALLOC_MAX_BYTES: a file with holes (`truncate`,
+ * `cp --sparse`) costs its writer nothing whatever its length, so its
+ * length alone cannot be the bound. */
 #define GC_ALLOC_BASE_BYTES ((size_t)64 << 20)
 #define GC_ALLOC_PER_FILE_BYTE 4
+#define GC_ALLOC_MAX_BYTES ((size_t)4 << 30) /* 700 x the largest golden file */
 /* A sparse cache is mapped lazily (MAP_NORESERVE); this caps its address
  * space.  The golden ones span at most 2.2 GB. */
 #define GC_MAX_SPARSE_BYTES ((size_t)16 << 30)

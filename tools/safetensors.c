@@ -31,7 +31,6 @@ struct st_file {
   char *path;
   const uint8_t *map;   /* whole file, read-only                          */
   size_t map_size;
-  size_t stored_size;   /* bytes the file holds on disk (holes excluded)   */
   int mapped;           /* map is ours to munmap (not st_open_memory's)    */
   cJSON *header;        /* parsed header; tensor names / metadata point in */
   st_tensor *tensors;
@@ -393,10 +392,6 @@ static int map_file(st_file *f, char *err, size_t err_len) {
     } else {
       f->map = p;
       f->map_size = (size_t)sb.st_size;
-      /* st_blocks counts 512-byte units; a file system that reports none
-       * for a non-empty file is taken at its size */
-      const uint64_t disk = (uint64_t)sb.st_blocks * 512u;
-      f->stored_size = sb.st_blocks > 0 && disk < (uint64_t)sb.st_size ? (size_t)disk : (size_t)sb.st_size;
       f->mapped = 1;
       rc = 0;
     }
@@ -466,7 +461,6 @@ int st_open_memory(const char *name, const void *data, size_t size, st_file **ou
   if (!f) return -1;
   f->map = data;
   f->map_size = size;
-  f->stored_size = size;
   if (parse_file(f, err, err_len)) {
     st_close(f);
     return -1;
@@ -491,8 +485,6 @@ void st_close(st_file *f) {
 const char *st_path(const st_file *f) { return f->path; }
 
 size_t st_file_size(const st_file *f) { return f->map_size; }
-
-size_t st_file_stored_size(const st_file *f) { return f->stored_size; }
 
 size_t st_num_tensors(const st_file *f) { return f->num_tensors; }
 

@@ -80,11 +80,6 @@ const char *st_path(const st_file *f);
 /* Bytes of the whole file (header included). */
 size_t st_file_size(const st_file *f);
 
-/* Bytes the file holds on disk, at most st_file_size: a sparse file's holes
- * read as zeros but cost its writer nothing, so what a file may make the
- * tools allocate is sized from this. */
-size_t st_file_stored_size(const st_file *f);
-
 /* Tensors in header order. */
 size_t st_num_tensors(const st_file *f);
 const st_tensor *st_tensor_at(const st_file *f, size_t i);

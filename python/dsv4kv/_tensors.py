@@ -159,6 +159,8 @@ def f32(x, name):
         v = float(x)
     except (TypeError, ValueError):
         raise _lib.DSV4KVTypeError("%s = %r is not a number" % (name, x), 2) from None
+    except OverflowError:  # an int past any float
+        raise _lib.DSV4KVValueError("%s = %r does not fit in float32" % (name, x), 6) from None
     # the parameter is a C float: a finite value past its range would arrive as inf
     if math.isfinite(v):
         try:

@@ -81,5 +81,26 @@ for out in "--json $work/self.jsonl" "--plot $work/self-link.png"; do
   fi
 done
 
+# --json and --plot naming one new file (two spellings): refused, nothing left behind
+(cd "$work" && eval "$limit" && timeout 30 "$dsv4kv" run --trace self.jsonl --progress off --plot new.png \
+  --json ./new.png) >"$work/out" 2>"$work/err"
+got=$?
+if [ "$got" -ne 2 ] || ! grep -q "name one file" "$work/err" || [ -e "$work/new.png" ]; then
+  echo "FAIL: --json and --plot naming one new file: exit $got"
+  fails=$((fails + 1))
+else
+  echo "ok: --json and --plot naming one new file refused"
+fi
+# --json - is standard output, whatever file is called '-'
+cp "$work/self.jsonl" "$work/-"
+(cd "$work" && eval "$limit" && timeout 30 "$dsv4kv" run --trace ./- --progress off --json -) >"$work/out" 2>"$work/err"
+got=$?
+if [ "$got" -ne 0 ] || [ "$(cat "$work/-")" != "$good" ]; then
+  echo "FAIL: --trace ./- --json -: exit $got"
+  fails=$((fails + 1))
+else
+  echo "ok: --json - beside a trace named '-'"
+fi
+
 [ "$fails" -eq 0 ] || exit 1
 echo "all trace input cases passed"

@@ -135,6 +135,10 @@ def test_cache_rank_and_float_range_named():
             dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
                                              np.zeros((4, 64), np.float32), np.ones(128, np.float32), 1e-6, bad,
                                              np.zeros(1, np.int64), 1, False)
+    with pytest.raises(ValueError, match="rms_norm_eps = 1" + "0" * 400 + " does not fit in float32"):
+        dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
+                                         np.zeros((4, 64), np.float32), np.ones(128, np.float32), 10 ** 400,
+                                         np.zeros((1, 64, 132), np.uint8), np.zeros(1, np.int64), 1, False)
     with pytest.raises(ValueError, match="rms_norm_eps = 1e\\+39 does not fit in float32"):
         dsv4kv.indexer_k_norm_rope_store(np.zeros((1, 128), ml_dtypes.bfloat16), np.zeros(1, np.int64),
                                          np.zeros((4, 64), np.float32), np.ones(128, np.float32), 1e39,

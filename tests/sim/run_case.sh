@@ -368,8 +368,10 @@ budget)
   run 2 --max-requests 4 --kv-cache-memory 1MiB
   has_err "--kv-cache-memory 1MiB holds no page: one page of 256 tokens takes 7.07 MiB"
   no_err "a number without a unit is bytes"
-  run 2 --max-requests 4 --kv-cache-memory 40
-  has_err "(a number without a unit is bytes)"
+  for bare in 40 5.; do
+    run 2 --max-requests 4 --kv-cache-memory "$bare"
+    has_err "(a number without a unit is bytes)"
+  done
   # past the pool's page limit: capped, and said
   run 0 --max-requests 2 --kv-cache-memory 1e18 --quiet
   has_err "--kv-cache-memory 1e18 holds 134873844400 pages of 256 tokens; the pool takes at most 268435456"
