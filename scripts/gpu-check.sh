@@ -9,7 +9,8 @@
 #                  with 32 threads a row for the index ops
 #                  (DSV4KV_CUDA_INDEX_THREADS), a warp a row for them
 #                  (DSV4KV_CUDA_INDEX_ROWS=warp) and the gathers' L2
-#                  prefetch (DSV4KV_CUDA_GATHER_PREFETCH=1) forced, and
+#                  prefetch (DSV4KV_CUDA_GATHER_PREFETCH=1) forced, two
+#                  tokens a warp for every gather (DSV4KV_CUDA_GATHER_PAIR=1), and
 #                  with distinct slots promised where a case's are
 #                  (--distinct-slots)
 #   golden         dsv4kv verify --device cuda tests/golden
@@ -142,6 +143,9 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
   step registry_distinct "$B/tests/ops_registry" --backend cuda --distinct-slots --rounds 4
   step registry_variants env DSV4KV_CUDA_INDEX_ROWS=warp DSV4KV_CUDA_GATHER_PREFETCH=1 "$B/tests/ops_registry" \
     --backend cuda --rounds 4
+  # every record's gathers two tokens a warp (MXFP8's from 1024 rows by default; an A/B knob)
+  step registry_gather_pair env DSV4KV_CUDA_GATHER_PAIR=1 "$B/tests/ops_registry" --backend cuda --filter gather \
+    --rounds 4
   step golden "$B/dsv4kv" verify --device cuda tests/golden
   step cuda_tests "$B/tests/test_cuda"
   step conversions "$B/tests/exhaustive_cuda"
@@ -157,6 +161,8 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
       --backend cuda --distinct-slots --filter insert
     step memcheck_registry_variants env DSV4KV_CUDA_INDEX_ROWS=warp DSV4KV_CUDA_GATHER_PREFETCH=1 compute-sanitizer \
       --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda
+    step memcheck_registry_gather_pair env DSV4KV_CUDA_GATHER_PAIR=1 compute-sanitizer --tool memcheck \
+      --error-exitcode 99 "$B/tests/ops_registry" --backend cuda --filter gather
     step memcheck_cuda_tests compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/test_cuda"
     step racecheck_registry env DSV4KV_CUDA_DEDUP=shared compute-sanitizer --tool racecheck --error-exitcode 99 \
       "$B/tests/ops_registry" --backend cuda --filter dup

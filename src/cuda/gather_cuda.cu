@@ -264,6 +264,20 @@ static int64_t cuda_gather_turns(void) {
   return turns;
 }
 
+/* Tokens a warp keeps in flight (tpw): two for MXFP8 from
+ * GATHER_PAIR_MIN_ROWS out rows a request, else one; or as
+ * DSV4KV_CUDA_GATHER_PAIR=1 / 0 forces for every record (A/B timings, and
+ * the registry's variants; read once). */
+static int cuda_gather_tpw(int64_t rows_left, dsv4kv_record record) {
+  static volatile int forced = -2;
+  if (forced == -2) {
+    const char *e = getenv("DSV4KV_CUDA_GATHER_PAIR");
+    forced = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
+  }
+  if (forced >= 0) return forced ? 2 : 1;
+  return record == DSV4KV_RECORD_MXFP8 && rows_left >= GATHER_PAIR_MIN_ROWS ? 2 : 1;
+}
+
 /* Whether a warp of one token a turn sends its next token's record to L2
  * (prefetch_record): V4 from GATHER_PREFETCH_MIN_ROWS out rows a request,
  * or as DSV4KV_CUDA_GATHER_PREFETCH=1 / 0 forces (tests, A/B timings; read
@@ -325,7 +339,7 @@ extern "C" dsv4kv_status cuda_gather(const gather_args *a, const exec_opts *o, d
      * GATHER_BLOCKS blocks in all: short turns a warp balance the
      * multiprocessors' load and the ramp at the end of the call. */
     const int64_t rows_left = p.offset < p.max_tokens ? p.max_tokens - p.offset : 0;
-    const int tpw = p.record == DSV4KV_RECORD_MXFP8 && rows_left >= GATHER_PAIR_MIN_ROWS ? 2 : 1;
+    const int tpw = cuda_gather_tpw(rows_left, c->record);
     const int64_t budget = cuda_gather_blocks();
     const int64_t most = a->R * 64 >= budget ? 64 : (budget + a->R - 1) / a->R;
     const int64_t per_chunk = CUDA_WARPS * tpw * cuda_gather_turns();
