@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "report.h"
 
 static const char *const colors[SIM_MAX_FORMATS] = {"#1f77b4", "#d62728", "#2ca02c"};
@@ -63,16 +64,8 @@ int sim_plot_check(const char *path, char *why, size_t n) {
     return -1;
   }
   /* writable, without truncating a file that is there (a later failure
-   * must not have destroyed it) nor leaving one that was not */
-  const int existed = access(path, F_OK) == 0;
-  FILE *f = fopen(path, "a");
-  if (!f) {
-    snprintf(why, n, "cannot create the file: %s", strerror(errno));
-    return -1;
-  }
-  fclose(f);
-  if (!existed) remove(path);
-  return 0;
+   * must not have destroyed it) nor creating one (a link's target included) */
+  return sim_output_writable(path, why, n);
 }
 
 int sim_plot_data_of(const sim_ctx *const *runs, int n, sim_plot_data *out) {

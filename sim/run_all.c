@@ -20,77 +20,59 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "plot.h"
 #include "report.h"
 #include "device.h"
 #include "run.h"
 
 typedef struct {
-  FILE *json;          /* --json's stream, or NULL */
-  FILE *text;          /* the text report's stream */
+  FILE *json;            /* --json's stream once written (stdout from the start), or NULL */
+  FILE *text;            /* the text report's stream */
   const char *json_name;
-  int plot_created;    /* the --plot file was created by the checks */
+  const char *json_path; /* --json's file, opened when the report is written; NULL for stdout */
 } outputs;
 
-/* Whether paths a and b name one existing file (links and other spellings
- * included). */
-static int same_file(const char *a, const char *b) {
-  struct stat sa, sb;
-  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* Opens --json's file and checks --plot's before anything runs; neither may
- * be the trace (opening it for writing would empty it) or the other. */
+/* Checks --json's and --plot's files before anything runs, creating and
+ * truncating nothing (a run refused or failed leaves them as they were;
+ * the JSON is opened when it is written): neither may be the trace or the
+ * other, and both must be writable. */
 static int open_outputs(const sim_config *cfg, outputs *o) {
   memset(o, 0, sizeof *o);
-  int to_stdout = sim_json_to_stdout(cfg);
-  const char *outs[2][2] = {{"--json", to_stdout ? NULL : cfg->json_path}, {"--plot", cfg->plot_path}};
+  const int to_stdout = sim_json_to_stdout(cfg);
+  o->text = to_stdout ? stderr : stdout;
+  o->json_name = to_stdout ? "stdout" : cfg->json_path;
+  o->json_path = to_stdout ? NULL : cfg->json_path;
+  const char *outs[2][2] = {{"--json", o->json_path}, {"--plot", cfg->plot_path}};
   for (int i = 0; i < 2; i++) {
-    if (same_file(outs[i][1], cfg->trace_path)) {
+    if (sim_same_file(outs[i][1], cfg->trace_path)) {
       fprintf(stderr, "dsv4kv run: %s %s is the trace; it would be overwritten (nothing was run)\n", outs[i][0],
               outs[i][1]);
       return -1;
     }
   }
-  o->text = to_stdout ? stderr : stdout;
-  o->json_name = to_stdout ? "stdout" : cfg->json_path;
-  /* --json and --plot naming one file: seen by stat where the file exists,
-   * else once --json's new file is created (and then removed again) */
-  const int json_new = !to_stdout && cfg->json_path && access(cfg->json_path, F_OK) != 0;
-  if (!to_stdout && same_file(cfg->json_path, cfg->plot_path)) {
-    fprintf(stderr, "dsv4kv run: --json and --plot name one file, %s (nothing was run)\n", cfg->json_path);
+  if (sim_same_file(o->json_path, cfg->plot_path)) {
+    fprintf(stderr, "dsv4kv run: --json and --plot name one file, %s (nothing was run)\n", o->json_path);
+    return -1;
+  }
+  char why[512];
+  if (o->json_path && sim_output_writable(o->json_path, why, sizeof why)) {
+    fprintf(stderr, "dsv4kv run: --json %s: %s (nothing was run)\n", o->json_path, why);
+    return -1;
+  }
+  if (cfg->plot_path && sim_plot_check(cfg->plot_path, why, sizeof why)) {
+    fprintf(stderr, "dsv4kv run: --plot %s: %s (nothing was run)\n", cfg->plot_path, why);
     return -1;
   }
   if (to_stdout)
     o->json = stdout;
-  else if (cfg->json_path && !(o->json = fopen(cfg->json_path, "w"))) {
-    fprintf(stderr, "dsv4kv run: --json %s: cannot open the file for writing: %s (nothing was run)\n",
-            cfg->json_path, strerror(errno));
-    return -1;
-  }
-  if (json_new && o->json && same_file(cfg->json_path, cfg->plot_path)) {
-    fclose(o->json);
-    o->json = NULL;
-    remove(cfg->json_path);
-    fprintf(stderr, "dsv4kv run: --json and --plot name one file, %s (nothing was run)\n", cfg->json_path);
-    return -1;
-  }
-  if (cfg->plot_path) {
-    char why[512];
-    if (sim_plot_check(cfg->plot_path, why, sizeof why)) {
-      fprintf(stderr, "dsv4kv run: --plot %s: %s (nothing was run)\n", cfg->plot_path, why);
-      return -1;
-    }
-    o->plot_created = 1;
-  }
   return 0;
 }
 
-static void close_outputs(outputs *o, int plotted, const char *plot_path) {
+static void close_outputs(outputs *o) {
   if (o->json && o->json != stdout)
     fclose(o->json);
-  if (o->plot_created && !plotted)
-    remove(plot_path); /* the empty file the check created */
+  o->json = NULL;
 }
 
 /* The config of run i: its format, and its indexer format unless given. */
@@ -118,15 +100,18 @@ static void report_run(FILE *f, const sim_ctx *c) {
 }
 
 /* Writes the JSON and the plot.  Returns 0, or -1 when one failed. */
-static int finish_outputs(const sim_config *cfg, outputs *o, sim_ctx **runs, int n, int *plotted) {
+static int finish_outputs(const sim_config *cfg, outputs *o, sim_ctx **runs, int n) {
   int rc = 0;
+  if (o->json_path && !(o->json = fopen(o->json_path, "w"))) {
+    fprintf(stderr, "dsv4kv run: --json %s: cannot open the file for writing: %s\n", o->json_path, strerror(errno));
+    rc = -1;
+  }
   if (o->json && sim_report_json(o->json, o->json_name, (const sim_ctx *const *)runs, n))
     rc = -1;
   if (cfg->plot_path) {
     sim_plot_data pd;
     if (sim_plot_data_of((const sim_ctx *const *)runs, n, &pd) == 0) {
       if (sim_plot_write(&pd, cfg->plot_path) == 0) {
-        *plotted = 1;
         if (!cfg->quiet)
           fprintf(stderr, "dsv4kv run: plot written to %s\n", cfg->plot_path);
       } else {
@@ -147,11 +132,11 @@ int sim_run(const sim_config *cfg) {
     return SIM_EXIT_CANNOT_RUN;
   outputs o;
   if (open_outputs(cfg, &o)) {
-    close_outputs(&o, 0, cfg->plot_path);
+    close_outputs(&o);
     sim_dev_close();
     return SIM_EXIT_CANNOT_RUN;
   }
-  int n = cfg->num_formats > 0 ? cfg->num_formats : 1, rc = SIM_EXIT_OK, ran = 0, plotted = 0;
+  int n = cfg->num_formats > 0 ? cfg->num_formats : 1, rc = SIM_EXIT_OK, ran = 0;
   sim_ctx *runs[SIM_MAX_FORMATS] = {NULL};
   for (int i = 0; i < n; i++) {
     sim_config ri = run_config(cfg, i);
@@ -170,9 +155,9 @@ int sim_run(const sim_config *cfg) {
     sim_report_compare(o.text, (const sim_ctx *const *)runs, n);
     fflush(o.text);
   }
-  if (ran > 0 && finish_outputs(cfg, &o, runs, n, &plotted) && rc == SIM_EXIT_OK)
+  if (ran > 0 && finish_outputs(cfg, &o, runs, n) && rc == SIM_EXIT_OK)
     rc = SIM_EXIT_CANNOT_RUN;
-  close_outputs(&o, plotted, cfg->plot_path);
+  close_outputs(&o);
   for (int i = 0; i < n; i++)
     sim_ctx_free(runs[i]);
   sim_dev_close();

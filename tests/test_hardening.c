@@ -126,6 +126,13 @@ static void sec7_output_overlapping_input_rejected(void **state) {
                 DSV4KV_OK);
   assert_memory_equal(buf + K, ref, sizeof ref);
   assert_memory_equal(lens, lens_ref, sizeof lens);
+  /* top-k 0: an empty global_out whose pointer lies inside lens_out
+   * overlaps nothing (no element to write) */
+  tview tk0, go0;
+  tv_2d(&tk0, ref, dt_i32(), T, 0, 1);
+  tv_2d(&go0, lens + 1, dt_i32(), T, 0, 1);
+  assert_false(dsv4kv_is_error(
+      dsv4kv_compute_global_topk_indices_and_lens(&tk0.t, &rq.t, &bt.t, 4, &va.t, &go0.t, &lo.t, NULL)));
 
   /* a gather whose block table lies inside its output */
   tcache c;

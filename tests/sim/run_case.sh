@@ -418,10 +418,25 @@ json_schema)
 json_unwritable)
   # an unwritable --json path stops the command before the run
   run 2 --json "$work/no-such-dir/report.json"
-  has_err "--json $work/no-such-dir/report.json: cannot open the file for writing"
+  has_err "--json $work/no-such-dir/report.json: cannot create the file"
   before_run
   run 2 --format v4,nvfp4 --json "$work" # a directory
+  has_err "is a directory"
   before_run
+  # a run refused (a bad --plot) or failed (pool too small) leaves the files that were there as they were,
+  # and creates none
+  echo KEEP >"$work/old.json"
+  echo PLOT >"$work/old.png"
+  run 2 --max-requests 3 --json "$work/old.json" --plot "$work/out.txt"
+  run 2 --max-requests 3 --json "$work/new.json" --plot "$work/out.txt"
+  run 2 --max-requests 3 --num-blocks 1 --json "$work/old.json" --plot "$work/old.png"
+  [ "$(cat "$work/old.json")" = KEEP ] && [ "$(cat "$work/old.png")" = PLOT ] || fail "a refused run changed a file"
+  [ ! -e "$work/new.json" ] || fail "a refused run left a new --json file"
+  # a dangling link as --json to the --plot file: one file, refused, the link kept, nothing created
+  ln -s target.png "$work/link.json"
+  run 2 --max-requests 3 --json "$work/link.json" --plot "$work/target.png"
+  has_err "name one file"
+  [ -L "$work/link.json" ] && [ ! -e "$work/target.png" ] || fail "the link was removed or its target created"
   ;;
 plot)
   if ! command -v gnuplot >/dev/null 2>&1; then
