@@ -219,6 +219,10 @@ int sim_plot_command(int argc, char **argv) {
     fprintf(stderr, "dsv4kv plot: give a JSON report and -o FILE (see 'dsv4kv plot --help')\n");
     return 2;
   }
+  if (sim_same_file(in, out)) {
+    fprintf(stderr, "dsv4kv plot: -o %s is the report; it would be overwritten\n", out);
+    return 2;
+  }
   const int rc = plot_file(in, out);
   if (!rc) fprintf(stderr, "dsv4kv plot: plot written to %s\n", out); /* as run --plot and bench --plot say */
   return rc;

@@ -20,7 +20,8 @@
 #include "bench.h"
 #include "bench_cases.h"
 #include "commands.h"
-#include "plot.h" /* sim_plot_check: the --plot file checked before the run, as dsv4kv run does */
+#include "files.h" /* sim_output_writable, sim_same_file */
+#include "plot.h"  /* sim_plot_check: the --plot file checked before the run, as dsv4kv run does */
 
 double bench_now(void) {
   struct timespec ts;
@@ -409,13 +410,14 @@ static int check_outputs(const bench_cli *c) {
     return fprintf(stderr, "dsv4kv bench: --plot %s: %s\n", c->plot, why), 2;
   if (c->plot && !bench_plot_name_ok(c->plot)) /* (the rule bench_plot applies, checked before anything is timed) */
     return fprintf(stderr, "dsv4kv bench: --plot %s: %s\n", c->plot, BENCH_PLOT_NAME_RULE), 2;
-  if (c->json && strcmp(c->json, "-")) {
-    const int existed = access(c->json, F_OK) == 0; /* writable, left as it was */
-    FILE *f = fopen(c->json, "a");
-    if (!f) return fprintf(stderr, "dsv4kv bench: --json %s: %s\n", c->json, strerror(errno)), 2;
-    fclose(f);
-    if (!existed) remove(c->json);
+  if (c->json && strcmp(c->json, "-")) { /* writable; nothing created or truncated until it is written */
+    if (sim_output_writable(c->json, why, sizeof why))
+      return fprintf(stderr, "dsv4kv bench: --json %s: %s\n", c->json, why), 2;
+    if (sim_same_file(c->json, c->plot))
+      return fprintf(stderr, "dsv4kv bench: --json and --plot name one file, %s\n", c->json), 2;
   }
+  if (c->from && sim_same_file(c->from, c->plot))
+    return fprintf(stderr, "dsv4kv bench: --plot %s is the --from-json file; it would be overwritten\n", c->plot), 2;
   return 0;
 }
 

@@ -28,6 +28,18 @@ for r in rows:
 assert {r["op"] for r in rows} == {"insert", "gather", "global_topk", "combine", "flashinfer", "indexer"}
 assert not any(r["paired"] for r in rows), "a decode-size row timed in pairs with the copy"
 PY
+# one file given as two outputs, or as the input and an output: refused before anything runs, the file kept
+if command -v gnuplot >/dev/null 2>&1; then
+  echo keep >"$work/same.png"
+  "$bin" bench --op combine --sizes decode --min-runs 1 --min-seconds 0 --json "$work/same.png" \
+    --plot "$work/./same.png" >/dev/null 2>"$work/err"
+  [ $? -eq 2 ] && grep -q "name one file" "$work/err" || fail "--json and --plot naming one file: not refused"
+  "$bin" bench --from-json "$work/same.png" --plot "$work/same.png" >/dev/null 2>"$work/err"
+  [ $? -eq 2 ] && grep -q "is the --from-json file" "$work/err" || fail "--plot naming the --from-json file: not refused"
+  "$bin" plot "$work/same.png" -o "$work/./same.png" >/dev/null 2>"$work/err"
+  [ $? -eq 2 ] && grep -q "is the report" "$work/err" || fail "plot -o naming its report: not refused"
+  [ "$(cat "$work/same.png")" = keep ] || fail "a refused call changed the file"
+fi
 # a standard output that cannot take the table: exit 2, said on stderr
 if [ -w /dev/full ]; then
   "$bin" bench --op combine --sizes decode --min-runs 1 --min-seconds 0 >/dev/full 2>"$work/err"
