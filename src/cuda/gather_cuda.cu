@@ -238,11 +238,19 @@ const void *const cuda_gather_kernels[] = {(const void *)gather_kernel, (const v
  * and 64 x 16384 (128 chunks a request at 8192) 627 us until 8192: 618. */
 enum { GATHER_BLOCKS = 8192 };
 /* The integer in environment variable `name` where it lies in [lo, hi],
- * else dflt (the A/B knobs below; each read once, by its caller's static). */
+ * else dflt (the A/B knobs below, like env_flag's switches: each read
+ * once, by its caller's static). */
 static int64_t env_in_range(const char *name, long lo, long hi, int64_t dflt) {
   const char *e = getenv(name);
   const long v = e ? strtol(e, NULL, 10) : 0;
   return e && v >= lo && v <= hi ? (int64_t)v : dflt;
+}
+
+/* Environment variable `name` as a forced switch: 1 for "1", 0 for "0",
+ * else -1 (not forced). */
+static int env_flag(const char *name) {
+  const char *e = getenv(name);
+  return e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
 }
 
 /* GATHER_BLOCKS, or DSV4KV_CUDA_GATHER_BLOCKS (128 .. 2^20) for A/B timings
@@ -270,10 +278,7 @@ static int64_t cuda_gather_turns(void) {
  * the registry's variants; read once). */
 static int cuda_gather_tpw(int64_t rows_left, dsv4kv_record record) {
   static volatile int forced = -2;
-  if (forced == -2) {
-    const char *e = getenv("DSV4KV_CUDA_GATHER_PAIR");
-    forced = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
-  }
+  if (forced == -2) forced = env_flag("DSV4KV_CUDA_GATHER_PAIR");
   if (forced >= 0) return forced ? 2 : 1;
   return record == DSV4KV_RECORD_MXFP8 && rows_left >= GATHER_PAIR_MIN_ROWS ? 2 : 1;
 }
@@ -292,10 +297,7 @@ static int cuda_gather_tpw(int64_t rows_left, dsv4kv_record record) {
 enum { GATHER_PREFETCH_MIN_ROWS = 1024 };
 static int cuda_gather_prefetch(int64_t rows_left, dsv4kv_record record) {
   static volatile int forced = -2;
-  if (forced == -2) {
-    const char *e = getenv("DSV4KV_CUDA_GATHER_PREFETCH");
-    forced = e && !strcmp(e, "1") ? 1 : e && !strcmp(e, "0") ? 0 : -1;
-  }
+  if (forced == -2) forced = env_flag("DSV4KV_CUDA_GATHER_PREFETCH");
   return forced >= 0 ? forced : record != DSV4KV_RECORD_NVFP4 && rows_left >= GATHER_PREFETCH_MIN_ROWS;
 }
 
