@@ -16,10 +16,13 @@
 # default cache control (L2 flushed before each profiled kernel: cold figures,
 # a little slower than the bench's).  The decode_* forms profile the first
 # launch of the decode-size kernel (64 rows) with the caches left as they are
-# (--cache-control none: a graph replay finds its few inputs in L2).
+# (--cache-control none: a graph replay finds its few inputs in L2); the
+# prefill_* forms the first launch at T 4096, top-k 512, likewise (the
+# anchor's graph figures at that size are L2-warm).
 #   sass-all.txt.gz every kernel's SASS (cuobjdump), for instruction counts.
 #   usage: scripts/gpu-profile.sh [insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 ...
-#                                  decode_insert_REC decode_indexer_REC decode_combine]
+#                                  decode_insert_REC decode_indexer_REC decode_combine
+#                                  prefill_combine prefill_global_topk]
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 2
@@ -36,13 +39,15 @@ ops=${*:-insert_v4 insert_mxfp8 insert_nvfp4 indexer_fp8 indexer_mxfp4}
 fail=0
 for op in $ops; do
   cache=()
-  case $op in decode_*) cache=(--cache-control none) ;; esac
+  case $op in decode_* | prefill_*) cache=(--cache-control none) ;; esac
   case $op in
     insert_*) args=(--op insert --record "${op#insert_}" --sizes large) kernel=${op}_kernel ;;
     indexer_*) args=(--op indexer --record "${op#indexer_}" --sizes prefill) kernel="${op}(_fused)?_kernel" ;;
     decode_insert_* | decode_indexer_*)
       o=${op#decode_} && args=(--op "${o%%_*}" --record "${o#*_}" --sizes decode) kernel=${o}_decode_kernel ;;
     decode_combine) args=(--op combine --sizes decode) kernel=combine_kernel ;;
+    prefill_combine) args=(--op combine --sizes prefill) kernel=combine_warp_kernel ;;
+    prefill_global_topk) args=(--op global_topk --sizes prefill) kernel=global_topk_warp_pow2_kernel ;;
     *) echo "gpu-profile: unknown op '$op'" >&2; exit 2 ;;
   esac
   echo "== $op: durations"
