@@ -38,10 +38,14 @@
  * A cache is described once, by a dsv4kv_cache_desc, and that description is
  * passed to every writer and reader of the cache: the record format and the
  * fp8 flavour (OCP e4m3fn vs. AMD e4m3fnuz) travel with it, so a cache written
- * in one flavour is never read in the other by mistake.  The cache tensor is
- * uint8, either 2-D [num_pages, page_bytes] or 3-D [num_pages, block_size,
- * record_bytes]; its stride(0) is the page stride in bytes and may exceed
- * block_size * record_bytes (padding).
+ * in one flavour is never read in the other by mistake, as long as the
+ * caller keeps one description per cache: the bytes carry no format tag.  The
+ * cache tensor is uint8, either 2-D [num_pages, page_bytes] or 3-D
+ * [num_pages, block_size, record_bytes]; its stride(0) is the page stride in
+ * bytes and may exceed block_size * record_bytes (padding).  So a 2-D page
+ * big enough for another record format passes the shape checks under that
+ * format's description; the 3-D view's last dimension pins the record size
+ * (a V4 cache described as MXFP8 is then ERR_SHAPE).
  *
  * Worked example (CPU, V4 records, 64 tokens per page): insert T rows, gather
  * the first request's n tokens back.  Complete programs: examples/ of the
@@ -76,7 +80,11 @@
  * vLLM view); for V4's split page that view is only a byte layout: a page's
  * first block_size * 576 bytes are the tokens' values, then 8 scale bytes each.
  * The out-parameters of dsv4kv_options are overwritten (not added to) by each
- * call.
+ * call that does not return an error; a call that returns an error (see
+ * dsv4kv_is_error) leaves them as they were.  DSV4KV_WARN_SKIPPED is not an
+ * error: the valid entries were written and the skipped ones were not (for a
+ * gather, tokens past out's rows among them), so a caller that tests only
+ * dsv4kv_is_error() should still read `skipped`.
  *
  * Errors.  Every call returns a dsv4kv_status.  Argument errors (null, dtype,
  * rank, shape, stride, scalar out of range) are found before anything is read

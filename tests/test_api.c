@@ -105,6 +105,19 @@ static void report_matches_status(void **state) {
     assert_int_equal(dsv4kv_report_message(&rep, small, sizeof small), n);
     assert_int_equal(strlen(small), 7);
   }
+  { /* an error (k's width) leaves every out-parameter as it was (the header) */
+    dsv4kv_report rep;
+    memset(&rep, 0x5A, sizeof rep);
+    const dsv4kv_report before = rep;
+    int64_t skipped = 12, nonfinite = 7;
+    dsv4kv_options opt = {&skipped, &nonfinite, 1, 1, NULL, &rep, 0};
+    tview narrow;
+    tv_2d(&narrow, k, dt_bf16(), T, 256, 512);
+    assert_status(dsv4kv_quantize_and_insert_k_cache(&narrow.t, &cv.t, &desc, &sv.t, &opt), DSV4KV_ERR_SHAPE);
+    assert_int_equal(skipped, 12);
+    assert_int_equal(nonfinite, 7);
+    assert_memory_equal(&rep, &before, sizeof rep);
+  }
   /* only the NaN row: NONFINITE, and the report's message names k */
   slots[1] = -1;
   dsv4kv_report rep;

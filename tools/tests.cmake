@@ -5,8 +5,9 @@ set(DSV4KV_CLI_TEST_DIR ${PROJECT_SOURCE_DIR}/tests/cli)
 
 # verify_golden: the whole golden set must pass.  The golden directory is,
 # in this order: $DSV4KV_GOLDEN at test time; the repository's tests/golden;
-# ../shared/golden beside the checkout.  With none of them the wrapper exits
-# 77 and ctest reports the test as skipped.
+# ../shared/golden beside the checkout.  A $DSV4KV_GOLDEN naming no golden
+# files fails; with none of them the wrapper exits 77 and ctest reports the
+# test as skipped.
 add_test(NAME verify_golden
   COMMAND sh ${DSV4KV_CLI_TEST_DIR}/verify_golden.sh $<TARGET_FILE:dsv4kv_cli>
           ${PROJECT_SOURCE_DIR}/tests/golden ${PROJECT_SOURCE_DIR}/../shared/golden)

@@ -2,8 +2,8 @@
 # verify_golden: every golden file through `dsv4kv verify`.
 #   usage: verify_golden.sh PATH_TO_DSV4KV REPO_GOLDEN_DIR [SHARED_GOLDEN_DIR]
 # The golden set is, in this order:
-#   1. $DSV4KV_GOLDEN when set (and only it: a wrong value is reported, not
-#      papered over by a fallback);
+#   1. $DSV4KV_GOLDEN when set (and only it: a value naming no golden files
+#      fails the test, so that a typo neither falls back nor skips);
 #   2. REPO_GOLDEN_DIR, the repository's tests/golden;
 #   3. SHARED_GOLDEN_DIR, ../shared/golden beside the checkout.
 # A candidate counts when it is a directory holding *.safetensors files.
@@ -25,8 +25,8 @@ has_golden() {
 if [ -n "${DSV4KV_GOLDEN:-}" ]; then
   golden=$DSV4KV_GOLDEN
   if ! has_golden "$golden"; then
-    echo "verify_golden: SKIPPED: DSV4KV_GOLDEN=$golden holds no *.safetensors files"
-    exit 77
+    echo "verify_golden: FAILED: DSV4KV_GOLDEN=$golden holds no *.safetensors files (unset it to use $repo_golden)"
+    exit 1
   fi
 elif has_golden "$repo_golden"; then
   golden=$repo_golden
