@@ -147,10 +147,19 @@ static AVX512 int block_scales(__m512i amax, int fnuz, __m512i *b, uint32_t *k, 
   return 1;
 }
 
+/* A 16-byte store, non-temporal when nt (p then 16-byte aligned): MXFP8's
+ * records streamed in address order (cpu_insert). */
+static inline AVX512 void store16(void *p, __m128i v, int nt) {
+  if (nt)
+    _mm_stream_si128((__m128i *)p, v);
+  else
+    _mm_storeu_si128((__m128i *)p, v);
+}
+
 /* MXFP8's 16 blocks of 32 from z[16]: 0 when a block holds a NaN or an Inf
  * (nothing written) or a value needs subnormal steps (written, to be
- * overwritten). */
-static AVX512 int mxfp8_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_t *scales) {
+ * overwritten); nt: streamed (store16). */
+static AVX512 int mxfp8_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_t *scales, int nt) {
   const lanes16_consts kc = lanes16_consts_of();
   __m512i q[4];
   for (int j = 0; j < 4; j++)
@@ -162,10 +171,10 @@ static AVX512 int mxfp8_fast(const __m512i *z, int fnuz, uint8_t *values, uint8_
   for (int s = 0; s < MXFP8_NUM_SCALES; s++) {
     const __m256i c = e4m3_codes16(z[s], bcast32(&k[s]), bcast32(&lo[s]), fnuz, &kc, &low);
     /* 16-byte stores: a 32-byte one would split a line every other block */
-    _mm_storeu_si128((__m128i *)(values + 32 * s), _mm256_castsi256_si128(c));
-    _mm_storeu_si128((__m128i *)(values + 32 * s + 16), _mm256_extracti128_si256(c, 1));
+    store16(values + 32 * s, _mm256_castsi256_si128(c), nt);
+    store16(values + 32 * s + 16, _mm256_extracti128_si256(c, 1), nt);
   }
-  _mm_storeu_si128((__m128i *)scales, _mm512_cvtepi32_epi8(b));
+  store16(scales, _mm512_cvtepi32_epi8(b), nt);
   return !low;
 }
 
@@ -318,7 +327,8 @@ static AVX512 int quant_avx512(dsv4kv_record rec, int fnuz, const uint16_t *x, u
        * against 1024-byte rows met that often) */
       __m512i z[MXFP8_NUM_SCALES];
       for (int s = 0; s < MXFP8_NUM_SCALES; s++) z[s] = _mm512_loadu_si512((const void *)(x + s * MXFP8_BLOCK));
-      if (mxfp8_fast(z, fnuz, values, scales)) return 1;
+      if (mxfp8_fast(z, fnuz, values, scales, nt)) return 1;
+      if (nt) _mm_sfence(); /* the streamed bytes land before the blocks rewrite them */
       for (int s = 0; s < MXFP8_NUM_SCALES; s++)
         fp8_block_z(z + s, x + s * MXFP8_BLOCK, MXFP8_BLOCK, fnuz, values + s * MXFP8_BLOCK, scales + s);
       return 1;

@@ -69,11 +69,20 @@ dsv4kv_status cpu_insert(const insert_args *a, const exec_opts *o, dsv4kv_report
    * third faster on a Zen 4.  The 8-byte scales take normal stores: streamed,
    * a line of them fills over 8 rows, and the Intel machine of this
    * workplace flushed it part-filled (the inserts at >= 64k tokens ran at
-   * 34 % of the memcpy, 44-48 % with the scales cached).  MXFP8's and
-   * NVFP4's records split lines: streaming MXFP8's in 16-byte pieces, or
-   * NVFP4's whole lines, ran slower.  The avx2 path streams them too: on a
-   * Zen 3 (2 threads) 65536 rows 3.59 -> 3.23 ms, 524288 30.3 -> 28.5 ms. */
-  j.nt = j.path != CPU_PATH_SCALAR && c->record == DSV4KV_RECORD_V4 &&
+   * 34 % of the memcpy, 44-48 % with the scales cached).  The avx2 path
+   * streams them too: on a Zen 3 (2 threads) 65536 rows 3.59 -> 3.23 ms,
+   * 524288 30.3 -> 28.5 ms.  MXFP8's 528-byte records split lines, but a
+   * page's rows come in slot order, so its streamed 16-byte pieces fill
+   * each line from one thread in a row (avx512 path): on this workplace's
+   * Zen 4, with the two builds alternated call by call in one process
+   * (bench/cpu_ab.c; bench/results/cpu.md, eighteenth session), 65536 /
+   * 524288 rows took 15 / 9 % less time on 2 threads, 7 % less on 1.
+   * (Earlier A/Bs of separate processes, under this VM's memcpy swings of
+   * 20-40 GB/s, had read it as slower.)  NVFP4's records streamed in
+   * 32-byte pieces: 2 threads 524288 rows -5 %, 65536 +7 %, 1 thread +4 %:
+   * not kept. */
+  j.nt = (c->record == DSV4KV_RECORD_V4 ? j.path != CPU_PATH_SCALAR
+                                         : c->record == DSV4KV_RECORD_MXFP8 && j.path == CPU_PATH_AVX512) &&
          (double)a->T * c->layout.record_bytes > cpu_nt_min_bytes() && (uintptr_t)c->base % 64 == 0 &&
          c->page_stride % 64 == 0;
   const int nt = cpu_team(o, (double)a->T * row_ns(c->record, j.path));
