@@ -25,7 +25,7 @@ has_golden() {
 if [ -n "${DSV4KV_GOLDEN:-}" ]; then
   golden=$DSV4KV_GOLDEN
   if ! has_golden "$golden"; then
-    echo "verify_golden: FAILED: DSV4KV_GOLDEN=$golden holds no *.safetensors files (unset it to use $repo_golden)"
+    echo "verify_golden: FAILED: DSV4KV_GOLDEN=$golden is not a directory holding *.safetensors files (unset it to use $repo_golden)"
     exit 1
   fi
 elif has_golden "$repo_golden"; then
