@@ -34,10 +34,13 @@ typedef dsv4kv_status (*indexer_fn)(const DLTensor *, const DLTensor *, const DL
                                     const DLTensor *, const dsv4kv_cache_desc *, const DLTensor *, int32_t,
                                     const dsv4kv_options *);
 
+typedef int32_t (*record_bytes_fn)(dsv4kv_record);
+
 /* One build's entry points, and the call's tensors. */
 typedef struct {
   insert_fn insert;
   indexer_fn indexer;
+  record_bytes_fn record_bytes;
 } build;
 typedef struct {
   DLTensor k, slots, cache, pos, cos_sin, weight;
@@ -60,37 +63,41 @@ static int by_value(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 6) {
-    fprintf(stderr, "usage: %s OLD.so NEW.so v4|mxfp8|nvfp4 ROWS PAIRS [THREADS]\n", argv[0]);
-    return 2;
-  }
-  build f[2];
-  for (int i = 0; i < 2; i++) {
-    void *h = dlopen(argv[1 + i], RTLD_NOW | RTLD_LOCAL);
-    f[i].insert = h ? (insert_fn)dlsym(h, "dsv4kv_quantize_and_insert_k_cache") : NULL;
-    f[i].indexer = h ? (indexer_fn)dlsym(h, "dsv4kv_indexer_k_norm_rope_store") : NULL;
-    if (!f[i].insert || !f[i].indexer) return fprintf(stderr, "%s: %s\n", argv[1 + i], dlerror()), 2;
-  }
-  const char *rn = argv[3];
-  const dsv4kv_record rec = !strcmp(rn, "mxfp8")           ? DSV4KV_RECORD_MXFP8
-                            : !strcmp(rn, "nvfp4")         ? DSV4KV_RECORD_NVFP4
-                            : !strcmp(rn, "indexer_fp8")   ? DSV4KV_RECORD_INDEXER_FP8
-                            : !strcmp(rn, "indexer_mxfp4") ? DSV4KV_RECORD_INDEXER_MXFP4
-                                                           : DSV4KV_RECORD_V4;
-  const int idx = rec == DSV4KV_RECORD_INDEXER_FP8 || rec == DSV4KV_RECORD_INDEXER_MXFP4;
-  const int64_t D = idx ? 128 : 512; /* key dims */
-  const int64_t N = atoll(argv[4]) / 64 * 64, P = N / 64;
-  const int64_t rb = rec == DSV4KV_RECORD_MXFP8 ? 528 : rec == DSV4KV_RECORD_NVFP4 ? 288 : rec == DSV4KV_RECORD_V4 ? 584
-                     : rec == DSV4KV_RECORD_INDEXER_FP8 ? 132 : 68; /* SPEC §2, §6 */
-  const int pairs = atoi(argv[5]);
-  if (N < 64 || pairs < 1) return fprintf(stderr, "ROWS >= 64 and PAIRS >= 1\n"), 2;
+/* The build at path, into *b; 0 when a symbol is missing. */
+static int load_build(const char *path, build *b) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  b->insert = h ? (insert_fn)dlsym(h, "dsv4kv_quantize_and_insert_k_cache") : NULL;
+  b->indexer = h ? (indexer_fn)dlsym(h, "dsv4kv_indexer_k_norm_rope_store") : NULL;
+  b->record_bytes = h ? (record_bytes_fn)dlsym(h, "dsv4kv_record_bytes") : NULL;
+  return b->insert && b->indexer && b->record_bytes;
+}
+
+/* The record named rn (insert or indexer), or -1. */
+static int record_of(const char *rn) {
+  static const struct {
+    const char *name;
+    dsv4kv_record rec;
+  } names[] = {{"v4", DSV4KV_RECORD_V4},
+               {"mxfp8", DSV4KV_RECORD_MXFP8},
+               {"nvfp4", DSV4KV_RECORD_NVFP4},
+               {"indexer_fp8", DSV4KV_RECORD_INDEXER_FP8},
+               {"indexer_mxfp4", DSV4KV_RECORD_INDEXER_MXFP4}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(rn, names[i].name)) return (int)names[i].rec;
+  return -1;
+}
+
+/* N rows of record rec (N a multiple of 64, rb its bytes) into a's tensors,
+ * as the header says; 0 when out of memory (the process then exits). */
+static int make_call(call_args *a, dsv4kv_record rec, int64_t N, int64_t rb) {
+  a->indexer = rec == DSV4KV_RECORD_INDEXER_FP8 || rec == DSV4KV_RECORD_INDEXER_MXFP4;
+  const int64_t D = a->indexer ? 128 : 512, P = N / 64; /* key dims, pages */
   uint16_t *k = aligned_alloc(64, (size_t)(N * D * 2));
   uint8_t *c = aligned_alloc(64, (size_t)(P * 64 * rb));
   int64_t *slots = malloc((size_t)N * 8), *perm = malloc((size_t)P * 8), *pos = malloc((size_t)N * 8);
-  float *cs = malloc((size_t)N * 64 * 4), w[128];
-  double *t[2] = {malloc(pairs * sizeof(double)), malloc(pairs * sizeof(double))}, *r = malloc(pairs * sizeof(double));
-  if (!k || !c || !slots || !perm || !pos || !cs || !t[0] || !t[1] || !r) return fprintf(stderr, "out of memory\n"), 1;
+  float *cs = malloc((size_t)N * 64 * 4), *w = malloc(128 * 4);
+  int64_t *shapes = malloc(8 * sizeof *shapes);
+  if (!k || !c || !slots || !perm || !pos || !cs || !w || !shapes) return 0;
   srand(7);
   for (int64_t i = 0; i < N * D; i++) {
     const float v = (float)(rand() % 2001 - 1000) / 300.0f;
@@ -107,15 +114,35 @@ int main(int argc, char **argv) {
     perm[i] = perm[j], perm[j] = x;
   }
   for (int64_t i = 0; i < N; i++) slots[i] = perm[i / 64] * 64 + i % 64, pos[i] = i;
-  int64_t ks[2] = {N, D}, ss[1] = {N}, cshape[2] = {P, 64 * rb}, css[2] = {N, 64}, ws[1] = {128};
-  const call_args a = {{k, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, ks, NULL, 0},
-                       {slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ss, NULL, 0},
-                       {c, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, cshape, NULL, 0},
-                       {pos, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ss, NULL, 0},
-                       {cs, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, css, NULL, 0},
-                       {w, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, ws, NULL, 0},
-                       {rec, DSV4KV_FP8_OCP, 64, 0, 0},
-                       idx};
+  free(perm);
+  int64_t *ks = shapes, *cshape = shapes + 2, *css = shapes + 4, *ns = shapes + 6, *ws = shapes + 7;
+  ks[0] = N, ks[1] = D, cshape[0] = P, cshape[1] = 64 * rb, css[0] = N, css[1] = 64, ns[0] = N, ws[0] = 128;
+  a->k = (DLTensor){k, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, ks, NULL, 0};
+  a->slots = (DLTensor){slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ns, NULL, 0};
+  a->cache = (DLTensor){c, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, cshape, NULL, 0};
+  a->pos = (DLTensor){pos, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, ns, NULL, 0};
+  a->cos_sin = (DLTensor){cs, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, css, NULL, 0};
+  a->weight = (DLTensor){w, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, ws, NULL, 0};
+  a->desc = (dsv4kv_cache_desc){rec, DSV4KV_FP8_OCP, 64, 0, 0};
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const int rec = argc >= 6 ? record_of(argv[3]) : -1;
+  const int64_t N = argc >= 6 ? atoll(argv[4]) / 64 * 64 : 0;
+  const int pairs = argc >= 6 ? atoi(argv[5]) : 0;
+  if (rec < 0 || N < 64 || pairs < 1) {
+    fprintf(stderr, "usage: %s OLD.so NEW.so v4|mxfp8|nvfp4|indexer_fp8|indexer_mxfp4 ROWS PAIRS [THREADS]\n"
+                    "  (ROWS >= 64, PAIRS >= 1)\n", argv[0]);
+    return 2;
+  }
+  build f[2];
+  for (int i = 0; i < 2; i++)
+    if (!load_build(argv[1 + i], &f[i])) return fprintf(stderr, "%s: %s\n", argv[1 + i], dlerror()), 2;
+  call_args a;
+  double *t[2] = {malloc(pairs * sizeof(double)), malloc(pairs * sizeof(double))}, *r = malloc(pairs * sizeof(double));
+  if (!t[0] || !t[1] || !r || !make_call(&a, (dsv4kv_record)rec, N, f[0].record_bytes((dsv4kv_record)rec)))
+    return fprintf(stderr, "out of memory\n"), 1;
   const dsv4kv_options o = {.num_threads = argc > 6 ? atoi(argv[6]) : 2};
   for (int i = 0; i < 4; i++) /* warm-up: pools started, pages touched */
     if (call(&f[i % 2], &a, &o) != DSV4KV_OK) return fprintf(stderr, "call failed\n"), 1;
@@ -132,7 +159,7 @@ int main(int argc, char **argv) {
   qsort(r, pairs, sizeof(double), by_value);
   printf("%s%s N=%lld, %d threads, %d pairs: old median %.2f ms (fastest %.2f), new %.2f ms (%.2f); "
          "new / old median %.3f [quartiles %.3f %.3f]\n",
-         idx ? "" : "insert_", rn, (long long)N, o.num_threads, pairs, 1e3 * t[0][pairs / 2], 1e3 * t[0][0], 1e3 * t[1][pairs / 2],
-         1e3 * t[1][0], r[pairs / 2], r[pairs / 4], r[3 * pairs / 4]);
+         a.indexer ? "" : "insert_", argv[3], (long long)N, o.num_threads, pairs, 1e3 * t[0][pairs / 2],
+         1e3 * t[0][0], 1e3 * t[1][pairs / 2], 1e3 * t[1][0], r[pairs / 2], r[pairs / 4], r[3 * pairs / 4]);
   return 0;
 }
