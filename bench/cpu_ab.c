@@ -11,6 +11,8 @@
  *   cc -O2 -Iinclude -Ibuild/include bench/cpu_ab.c -ldl -o build/cpu_ab
  *   DSV4KV_CPU_SPIN_US=0 build/cpu_ab OLD.so NEW.so RECORD ROWS PAIRS [THREADS (2)]
  *   RECORD: v4, mxfp8, nvfp4 (the insert) or indexer_fp8, indexer_mxfp4
+ *   CPU_AB_EVICT=1: 128 MiB written and read before each call (untimed), so
+ *   that its inputs and outputs come from memory, as after the bench's memcpy
  *
  * (DSV4KV_CPU_SPIN_US=0: a build's workers watching for its next call would
  * take the processors the other build's call runs on.  Two copies of one
@@ -146,15 +148,26 @@ int main(int argc, char **argv) {
   const dsv4kv_options o = {.num_threads = argc > 6 ? atoi(argv[6]) : 2};
   for (int i = 0; i < 4; i++) /* warm-up: pools started, pages touched */
     if (call(&f[i % 2], &a, &o) != DSV4KV_OK) return fprintf(stderr, "call failed\n"), 1;
+  const char *ev = getenv("CPU_AB_EVICT");
+  const size_t evict_bytes = ev && atoi(ev) ? (size_t)128 << 20 : 0;
+  unsigned char *evict = evict_bytes ? malloc(evict_bytes) : NULL;
+  if (evict_bytes && !evict) return fprintf(stderr, "out of memory\n"), 1;
+  volatile unsigned sink = 0;
   for (int n = 0; n < pairs; n++) {
     for (int m = 0; m < 2; m++) {
       const int i = n % 2 ? 1 - m : m;
+      if (evict) { /* every line of the caches replaced by this buffer's */
+        memset(evict, n + m, evict_bytes);
+        for (size_t b = 0; b < evict_bytes; b += 64) sink += evict[b];
+      }
       const double t0 = now();
       if (call(&f[i], &a, &o) != DSV4KV_OK) return fprintf(stderr, "call failed\n"), 1;
       t[i][n] = now() - t0;
     }
     r[n] = t[1][n] / t[0][n];
   }
+  (void)sink;
+  free(evict);
   qsort(t[0], pairs, sizeof(double), by_value), qsort(t[1], pairs, sizeof(double), by_value);
   qsort(r, pairs, sizeof(double), by_value);
   printf("%s%s N=%lld, %d threads, %d pairs: old median %.2f ms (fastest %.2f), new %.2f ms (%.2f); "

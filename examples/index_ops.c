@@ -83,7 +83,9 @@ int main(void) {
   memset(global, 0x55, sizeof global);
   st = dsv4kv_compute_global_topk_indices_and_lens(&topk_t, &req_t, &bt_t, BS, &valid_t, &global_t,
                                                    &lens_t, &opt);
-  printf("out-of-range entry: %s, %lld skipped: %s\n", dsv4kv_status_string(st), (long long)skipped,
+  /* the status string says what the code means, the message which entry */
+  printf("out-of-range entry: status %s; skipped = %lld; message: %s\n",
+         st == DSV4KV_WARN_SKIPPED ? "DSV4KV_WARN_SKIPPED" : dsv4kv_status_string(st), (long long)skipped,
          dsv4kv_last_error());
   if (st != DSV4KV_WARN_SKIPPED || skipped != 1 || dsv4kv_is_error(st)) {
     fprintf(stderr, "expected DSV4KV_WARN_SKIPPED with 1 skipped entry\n");

@@ -96,6 +96,16 @@
  * gives a sentence naming the argument and the value (thread-local, valid until
  * the thread's next call).  The library never aborts and never writes outside
  * the output tensors passed in.
+ *
+ * Threads.  Every op may be called from several application threads at once
+ * (the library's own state is set up once, and the message above is per
+ * thread).  Calls at once must not share an output,
+ * nor a dsv4kv_options whose counters they write: as with two kernels, the
+ * bytes of a cache two calls write at the same time are undefined.  On the
+ * CPU one call at a time runs on the backend's worker threads; a call that
+ * finds them busy runs on its own thread, with the same bytes.  On CUDA a
+ * call's kernels are ordered on its options.stream only.  The exception is
+ * dsv4kv_cpu_path_select (below), which is for tests.
  */
 #ifndef DSV4KV_H
 #define DSV4KV_H

@@ -114,6 +114,7 @@ typedef struct {
   sim_verdict verdict;
   int64_t lib_skipped; /* sum of dsv4kv_options.skipped     */
   int fatal;           /* a library call failed: stop      */
+  int out_of_memory;   /* the simulator ran out: exit 2    */
   char fatal_msg[400]; /* what failed                       */
   double wall_seconds;
   int64_t step;          /* current step number                              */

@@ -204,6 +204,7 @@ static void json_verification(cJSON *root, const sim_ctx *c, int ok, const char 
   sim_criteria(c, crit, sizeof crit);
   cJSON *vj = cJSON_AddObjectToObject(root, "verification");
   cJSON_AddBoolToObject(vj, "passed", ok);
+  cJSON_AddBoolToObject(vj, "out_of_memory", c->out_of_memory); /* stopped by the simulator's memory: exit 2 */
   cJSON_AddStringToObject(vj, "criteria", crit);
   cJSON_AddNumberToObject(vj, "key_rows_checked", (double)v->rows_checked);
   cJSON_AddNumberToObject(vj, "indexer_records_checked", (double)v->indexer_checked);

@@ -142,15 +142,23 @@ static int is_decode(const sim_req *r) {
   return r->generated > 0 && r->computed == known_tokens(r) - 1;
 }
 
+/* Room for max_num_seqs items, made before a step is scheduled: a step has
+ * at most one item per running request (decodes and chunks skip requests
+ * that have one; admissions stop at max_num_seqs).  -1 when out of memory. */
+static int reserve_items(const sim_sched *s, sim_batch *b) {
+  if (b->cap >= s->max_num_seqs)
+    return 0;
+  sim_item *p = realloc(b->items, (size_t)s->max_num_seqs * sizeof *p);
+  if (!p)
+    return -1;
+  b->items = p;
+  b->cap = s->max_num_seqs;
+  return 0;
+}
+
 static void add_item(sim_batch *b, sim_req *r, int32_t start, int32_t len, int decode) {
-  if (b->num_items == b->cap) {
-    int32_t cap = b->cap ? 2 * b->cap : 64;
-    sim_item *p = realloc(b->items, (size_t)cap * sizeof *p);
-    if (!p)
-      abort(); /* a few bytes per request; treated as fatal */
-    b->items = p;
-    b->cap = cap;
-  }
+  if (b->num_items >= b->cap) /* never (reserve_items); nothing written past the array */
+    return;
   r->item = b->num_items;
   b->items[b->num_items++] = (sim_item){r->id, start, len, decode};
 }
@@ -300,6 +308,10 @@ static int schedule_once(sim_sched *s, sim_batch *b) {
 }
 
 int sim_sched_next(sim_sched *s, sim_batch *b, char *err, size_t errlen) {
+  if (reserve_items(s, b)) {
+    snprintf(err, errlen, "out of memory for a batch of %d requests", s->max_num_seqs);
+    return -2;
+  }
   admit_arrivals(s);
   if (s->num_running == 0 && s->qlen == 0) {
     if (s->next_arrival >= s->n)

@@ -101,7 +101,8 @@ void sim_sched_free(sim_sched *s);
 int64_t sim_sched_pages_needed(const sim_request_spec *spec, int32_t block_size);
 
 /* The next step's batch.  Returns 1 with a batch, 0 when every request is
- * done, -1 when no progress is possible (message in err). */
+ * done, -1 when no progress is possible, -2 when out of memory (message in
+ * err for both). */
 int sim_sched_next(sim_sched *s, sim_batch *b, char *err, size_t errlen);
 
 /* Applies an executed batch: advances tokens, samples, registers full shared

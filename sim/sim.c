@@ -317,6 +317,7 @@ static const char *run_steps(sim_ctx *c) {
     if (more == 0)
       break;
     if (more < 0) {
+      c->out_of_memory = more == -2;
       stop = c->stop_msg;
       break;
     }
@@ -371,6 +372,8 @@ sim_ctx *sim_run_one(const sim_config *cfg, int index, int count) {
           c->sched.done == c->work.n;
   if (stop)
     fprintf(stderr, "dsv4kv run: stopped at step %lld: %s\n", (long long)c->step, stop);
-  c->rc = c->ok ? SIM_EXIT_OK : SIM_EXIT_VERIFY_FAILED;
+  /* out of memory is the machine's limit, not a wrong byte: the same status
+   * as a run that cannot start */
+  c->rc = c->ok ? SIM_EXIT_OK : c->out_of_memory ? SIM_EXIT_CANNOT_RUN : SIM_EXIT_VERIFY_FAILED;
   return c;
 }

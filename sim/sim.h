@@ -15,7 +15,8 @@
 #define SIM_EXIT_VERIFY_FAILED 1 /* ran (or stopped early), verification failed  */
 #define SIM_EXIT_CANNOT_RUN                       \
   2 /* bad options, bad trace, pool too small, no \
-       backend for the device, out of memory        */
+       backend for the device, out of memory (also  \
+       mid-run: the verdict is then INCOMPLETE)     */
 
 #define SIM_DEFAULT_REQUESTS 200
 #define SIM_DEFAULT_BLOCK_SIZE 256

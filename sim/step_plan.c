@@ -11,8 +11,7 @@ void *sim_scratch(sim_ctx *c, int which, size_t bytes) {
   void *p = sim_buf_reserve(&c->b_scratch[which], bytes);
   if (!p && !c->fatal) {
     snprintf(c->fatal_msg, sizeof c->fatal_msg, "out of memory (%zu bytes of scratch)", bytes);
-    sim_fail(&c->verdict, SIM_FAIL_STATUS, "%s", c->fatal_msg);
-    c->fatal = 1;
+    c->fatal = c->out_of_memory = 1;
   }
   return p;
 }
@@ -35,8 +34,7 @@ static int plan_reserve(sim_ctx *c, int32_t T, int32_t R, int32_t width) {
       !p->bt || !p->req) {
     snprintf(c->fatal_msg, sizeof c->fatal_msg, "out of memory building step %lld",
              (long long)c->step);
-    sim_fail(&c->verdict, SIM_FAIL_STATUS, "%s", c->fatal_msg);
-    c->fatal = 1;
+    c->fatal = c->out_of_memory = 1;
     return -1;
   }
   return 0;

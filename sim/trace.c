@@ -331,14 +331,17 @@ static int parse_csv_header(line_ctx *c, const char *line, size_t len, csv_heade
   }
   h->ncols = n;
   h->col_ts = h->col_ctx = h->col_gen = -1;
-  for (int i = 0; i < n; i++) {
-    if (field_is(f[i], fl[i], "TIMESTAMP"))
-      h->col_ts = i;
-    if (field_is(f[i], fl[i], "ContextTokens"))
-      h->col_ctx = i;
-    if (field_is(f[i], fl[i], "GeneratedTokens"))
-      h->col_gen = i;
-  }
+  static const char *const names[3] = {"TIMESTAMP", "ContextTokens", "GeneratedTokens"};
+  int *const col[3] = {&h->col_ts, &h->col_ctx, &h->col_gen};
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 3; k++)
+      if (field_is(f[i], fl[i], names[k])) {
+        if (*col[k] >= 0) { /* which one is meant is not ours to guess (the JSONL reader refuses duplicate keys too) */
+          set_why(c, "header names %s twice (columns %d and %d)", names[k], *col[k] + 1, i + 1);
+          return -1;
+        }
+        *col[k] = i;
+      }
   if (h->col_ts < 0 || h->col_ctx < 0 || h->col_gen < 0) {
     set_why(c,
             "not a trace: a Mooncake JSONL line starts with '{', an Azure CSV header names "

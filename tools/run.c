@@ -112,8 +112,9 @@ static void usage(FILE *f) {
           "request finds again on re-admission.\n"
           "\n"
           "exit status: 0 verification passed (every format); 1 verification failed; 2 the\n"
-          "run could not start (bad option or trace, pool too small, no backend for the\n"
-          "device, unwritable --json or --plot file, no gnuplot for --plot).\n");
+          "run could not start or finish (bad option or trace, pool too small, no backend for\n"
+          "the device, unwritable --json or --plot file, no gnuplot for --plot, the simulator\n"
+          "out of memory: verdict INCOMPLETE).\n");
 }
 
 static int parse_num(const char *opt, const char *s, long long lo, long long hi, long long *out) {
@@ -252,7 +253,7 @@ static int word_option(int c, const char *arg, sim_config *cfg) {
       if (sim_parse_size(arg, &cfg->kv_cache_bytes)) {
         fprintf(stderr,
                 "dsv4kv run: --kv-cache-memory expects a positive size of at most 2^60 bytes, such as "
-                "40GiB, 512MiB or 16GB (units B, K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB, TB; decimal digits), got '%s'\n",
+                "40GiB, 512MiB or 16GB (units B, K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB, TB; a decimal number such as 40, 1.5 or 1e12), got '%s'\n",
                 arg);
         return -1;
       }

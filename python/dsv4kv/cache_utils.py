@@ -56,6 +56,13 @@ def _main_desc(k_cache, block_size, use_fnuz, bytes_per_token):
     if k_cache is None or not hasattr(k_cache, "shape"):
         raise _lib.DSV4KVTypeError("k_cache is %s; pass a uint8 tensor" % type(k_cache).__name__, 2)
     shape = _cache_shape(k_cache)
+    # a view of wider elements would read as a wrong record width: name its dtype instead
+    size = getattr(getattr(k_cache, "dtype", None), "itemsize", None)
+    if not isinstance(size, int) and callable(getattr(k_cache, "element_size", None)):
+        size = k_cache.element_size()  # torch before dtype.itemsize
+    if isinstance(size, int) and size != 1:
+        raise _lib.DSV4KVTypeError("k_cache has dtype %s (%d bytes an element); pass the cache as uint8 bytes"
+                                   % (k_cache.dtype, size), 2)
     width = shape[-1] if len(shape) == 3 else bytes_per_token
     if width is None and block_size <= 0:  # no page width to read a record off: name the real culprit
         raise _lib.DSV4KVValueError("block_size = %d; must be > 0" % block_size, 6)

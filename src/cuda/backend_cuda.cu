@@ -1,6 +1,7 @@
 /* The CUDA backend's table (backend.h), the host side of every launch
  * (device, stream, status), the report reset, and dsv4kv_warmup's loading of
  * the kernels a model will launch. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,30 +31,35 @@ static int device_major(int d) {
   return m;
 }
 
+/* Whether a device here can run the kernels; `unusable` says why not.
+ * Under pthread_once: the reason is a string, which two threads' first calls
+ * must not write at once. */
+static int usable;
+static void probe_usable(void) {
+  int n = 0, ok = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError(); /* leave no error for the caller's next check */
+    snprintf(unusable, sizeof unusable, "the CUDA backend is built but the CUDA runtime (%d.%d, linked in) reports: %s%s",
+             CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, cudaGetErrorString(e),
+             e == cudaErrorInsufficientDriver ? " (no NVIDIA driver is loaded, or it is older than that runtime)" : "");
+  } else if (n < 1) {
+    snprintf(unusable, sizeof unusable, "the CUDA backend is built but no CUDA device is visible");
+  } else {
+    for (int d = 0; d < n && !ok; d++) ok = device_major(d) >= 9;
+    if (!ok)
+      snprintf(unusable, sizeof unusable,
+               "the CUDA backend is built for compute capability 9.0 and newer; no visible device has it");
+  }
+  usable = ok;
+}
+
 extern "C" const backend_ops *cuda_backend_if_built(void) {
   /* A build with the backend on a machine that cannot run it (no driver, a
    * driver older than the runtime, no GPU, only pre-Hopper GPUs) has no CUDA
-   * backend to offer.  Asked once: a process's devices do not change (every
-   * thread computes the same answer). */
-  static volatile int usable = -1;
-  if (usable < 0) {
-    int n = 0, ok = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-      cudaGetLastError(); /* leave no error for the caller's next check */
-      snprintf(unusable, sizeof unusable, "the CUDA backend is built but the CUDA runtime (%d.%d, linked in) reports: %s%s",
-               CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, cudaGetErrorString(e),
-               e == cudaErrorInsufficientDriver ? " (no NVIDIA driver is loaded, or it is older than that runtime)" : "");
-    } else if (n < 1) {
-      snprintf(unusable, sizeof unusable, "the CUDA backend is built but no CUDA device is visible");
-    } else {
-      for (int d = 0; d < n && !ok; d++) ok = device_major(d) >= 9;
-      if (!ok)
-        snprintf(unusable, sizeof unusable,
-                 "the CUDA backend is built for compute capability 9.0 and newer; no visible device has it");
-    }
-    usable = ok;
-  }
+   * backend to offer.  Asked once: a process's devices do not change. */
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, probe_usable);
   return usable ? &cuda_backend : NULL;
 }
 

@@ -85,6 +85,11 @@ def test_argument_errors():
         dsv4kv.quantize_and_insert_k_cache(keys(2)[:, :256], cache, np.arange(2, dtype=np.int64))
     with pytest.raises(ValueError, match="record width"):
         dsv4kv.quantize_and_insert_k_cache(keys(2), np.zeros((2, 64, 100), np.uint8), np.arange(2, dtype=np.int64))
+    with pytest.raises(TypeError, match="k_cache has dtype float32 \\(4 bytes an element\\)"):  # a view of the cache
+        dsv4kv.quantize_and_insert_k_cache(keys(2), cache.view(np.float32), np.arange(2, dtype=np.int64))
+    with pytest.raises(TypeError, match="k_cache has dtype float32"):
+        dsv4kv.dequantize_and_gather_k_cache(np.zeros((1, 4, 512), ml_dtypes.bfloat16), cache.view(np.float32),
+                                             np.full(1, 4, np.int32), None, np.zeros((1, 4), np.int32), 64, 0)
     with pytest.raises(ValueError, match="UE8M0"):
         dsv4kv.quantize_and_insert_k_cache(keys(2), cache, np.arange(2, dtype=np.int64), is_ue8m0=False)
     with pytest.raises(TypeError):

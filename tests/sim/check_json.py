@@ -86,6 +86,9 @@ def check_schema(rep, version_line):
     need(rep["passed"] is True and len(rep["runs"]) == 1, "passed / runs")
     run = rep["runs"][0]
     need(run["ran"] and run["passed"] and run["exit_status"] == 0, "run verdict")
+    ver = run["verification"]
+    need(ver["passed"] is True and ver["out_of_memory"] is False and ver["stopped"] is None,
+         "verification passed / out_of_memory / stopped")
     lat = run["latency"]
     need(lat["clock"] == "virtual", "latency clock")
     check_dist(lat["queueing_delay_s"], "queueing_delay_s")

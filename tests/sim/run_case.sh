@@ -226,6 +226,10 @@ malformed)
     >"$work/dupkey.jsonl"
   run 2 --trace "$work/dupkey.jsonl"
   has_err '"input_length" appears 2 times'
+  printf 'TIMESTAMP,ContextTokens,GeneratedTokens,contexttokens\n2023-11-16 18:15:46,10,2,1048000\n' \
+    >"$work/dupcol.csv"
+  run 2 --trace "$work/dupcol.csv"
+  has_err "header names ContextTokens twice (columns 2 and 4)"
   printf 'TIMESTAMP,ContextTokens,GeneratedTokens\r2023-11-16 18:15:46,5,4\r' >"$work/cr.csv"
   for i in $(seq 1 30); do printf '2023-11-16 18:15:4%d,5,4\r' $((i % 10)) >>"$work/cr.csv"; done
   run 2 --trace "$work/cr.csv"
