@@ -84,14 +84,14 @@ fail() { # file, reason
 }
 
 # Move a checked file into place (atomically within $dest).
-install_file() { # src, name
+install_file() { # src, name[, how it was obtained: default "fetched"]
   local part="$dest/.$2.part.$$"
   if ! cp "$1" "$part" 2>/dev/null || ! mv -f "$part" "$dest/$2" 2>/dev/null; then
     rm -f "$part" 2>/dev/null || true
     fail "$2" "cannot write $dest/$2 (is $dest writable?)"
     return 1
   fi
-  echo "OK   $2 (fetched)"
+  echo "OK   $2 (${3:-fetched})"
 }
 
 present_ok() { # name, sha
@@ -139,7 +139,7 @@ if ! present_ok "$license_name" "$license_sha"; then
     if [ "$(sha_of "$tmp/$license_name")" != "$license_sha" ]; then
       fail "$license_name" "the text taken from $root/LICENSE has sha256 $(sha_of "$tmp/$license_name"), expected $license_sha"
     else
-      install_file "$tmp/$license_name" "$license_name" || true
+      install_file "$tmp/$license_name" "$license_name" "copied from $root/LICENSE" || true
     fi
   fi
 fi
