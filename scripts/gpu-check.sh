@@ -10,7 +10,8 @@
 #                  (DSV4KV_CUDA_INDEX_THREADS), a warp a row for them
 #                  (DSV4KV_CUDA_INDEX_ROWS=warp) and the gathers' L2
 #                  prefetch (DSV4KV_CUDA_GATHER_PREFETCH=1) forced, two
-#                  tokens a warp for every gather (DSV4KV_CUDA_GATHER_PAIR=1), and
+#                  tokens a warp for every gather (DSV4KV_CUDA_GATHER_PAIR=1), global
+#                  top-k's table row in registers (DSV4KV_CUDA_TOPK_TABLE_REGS=1), and
 #                  with distinct slots promised where a case's are
 #                  (--distinct-slots)
 #   golden         dsv4kv verify --device cuda tests/golden
@@ -146,6 +147,9 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
   # every record's gathers two tokens a warp (MXFP8's from 1024 rows by default; an A/B knob)
   step registry_gather_pair env DSV4KV_CUDA_GATHER_PAIR=1 "$B/tests/ops_registry" --backend cuda --filter gather \
     --rounds 4
+  # global top-k with its block-table row in registers (an A/B experiment), a warp a row forced
+  step registry_topk_regs env DSV4KV_CUDA_TOPK_TABLE_REGS=1 DSV4KV_CUDA_INDEX_ROWS=warp "$B/tests/ops_registry" \
+    --backend cuda --filter global_topk --rounds 8
   step golden "$B/dsv4kv" verify --device cuda tests/golden
   step cuda_tests "$B/tests/test_cuda"
   step conversions "$B/tests/exhaustive_cuda"
@@ -157,6 +161,8 @@ if [ "$mode" != python ] && [ "$mode" != bench ]; then
       "$B/tests/ops_registry" --backend cuda --filter indexer
     step synccheck_registry_fused env DSV4KV_CUDA_DEDUP=fused compute-sanitizer --tool synccheck --error-exitcode 99 \
       "$B/tests/ops_registry" --backend cuda --filter indexer
+    step memcheck_registry_topk_regs env DSV4KV_CUDA_TOPK_TABLE_REGS=1 DSV4KV_CUDA_INDEX_ROWS=warp \
+      compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" --backend cuda --filter global_topk
     step memcheck_registry_distinct compute-sanitizer --tool memcheck --error-exitcode 99 "$B/tests/ops_registry" \
       --backend cuda --distinct-slots --filter insert
     step memcheck_registry_variants env DSV4KV_CUDA_INDEX_ROWS=warp DSV4KV_CUDA_GATHER_PREFETCH=1 compute-sanitizer \

@@ -169,6 +169,75 @@ ROWS4_BLOCK_KERNEL(global_topk_rows8_div_kernel, 0, 2)
 ROWS4_WARP_KERNEL(global_topk_warp_pow2_kernel, 1)
 ROWS4_WARP_KERNEL(global_topk_warp_div_kernel, 0)
 
+/* An A/B experiment, off unless DSV4KV_CUDA_TOPK_TABLE_REGS=1 (bench/NOTES-gpu.md
+ * run 55: at T 4096 the warp kernel waits on each entry's table load after
+ * the entry's own): a warp a row, power-of-two block sizes, block tables of
+ * at most 64 columns, the row's table entries in registers (lane l holds
+ * columns l and l + 32, loaded with the row's header), a lookup two
+ * shuffles.  Loops over groups in warp-uniform steps, so every lane reaches
+ * the shuffles.  The same bytes, counts and notes as global_topk_rows4. */
+__global__ void __launch_bounds__(ROWS4_MAX_THREADS, 4) global_topk_warp_regs_kernel(rows4_params q) {
+  if (dnote_idle(q.note)) return;
+  const uint32_t wpb = blockDim.x >> 5, lane = lane_id(), bs = q.bs;
+  const int shift = q.shift;
+  for (uint32_t t = blockIdx.x * wpb + (threadIdx.x >> 5); t < q.T; t += gridDim.x * wpb) {
+    const int valid = *at(q.valid, t, q.valid_s) != 0;
+    const int32_t req = *(const int32_t *)at(q.req, t, q.req_s);
+    const int req_ok = (uint32_t)req < q.R32;
+    if (!req_ok && valid && lane == 0)
+      dnote1(q.note, skip_key(t, 0, 16), SKIP_TOPK_REQUEST, t, req, q.R, 0, 0, 0);
+    const uint8_t *in = at(q.topk, t, q.topk_s), *out = at(q.out, t, q.out_s);
+    const uint8_t *row = at(q.bt, req_ok ? (uint32_t)req : 0u, q.bt_s0);
+    const uint32_t lim = req_ok ? q.lim : 0u; /* u < lim: column u >> shift < P <= 64 */
+    const int32_t limm1 = req_ok && valid ? q.limm1 : INT32_MAX;
+    const int32_t c0 = req_ok && (int64_t)lane < q.P ? *(const int32_t *)at(row, lane, q.bt_s1) : 0;
+    const int32_t c1 = req_ok && (int64_t)lane + 32 < q.P ? *(const int32_t *)at(row, lane + 32, q.bt_s1) : 0;
+    int hits = 0;
+    for (uint32_t base = 0; base < q.G; base += 4 * 32) {
+      int32_t x[4][4], y[4][4];
+#pragma unroll
+      for (int k = 0; k < 4; k++) { /* a group past the row reads nothing: x = -1 is never looked up or noted */
+        const uint32_t g = base + k * 32 + lane;
+        const int4 v = g < q.G ? *(const int4 *)at(in, g, 16) : make_int4(-1, -1, -1, -1);
+        x[k][0] = v.x, x[k][1] = v.y, x[k][2] = v.z, x[k][3] = v.w;
+      }
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const int32_t mx = max(max(x[k][0], x[k][1]), max(x[k][2], x[k][3]));
+        if (mx > limm1) note_topk_group(&q, t, 4 * (int64_t)(base + k * 32 + lane), x[k], req, 1);
+      }
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+          const uint32_t u = (uint32_t)x[k][i], lp = u >> shift;
+          const int m = u < lim;
+          const int32_t a = __shfl_sync(FULL_MASK, c0, lp & 31), b = __shfl_sync(FULL_MASK, c1, lp & 31);
+          y[k][i] = m ? (int32_t)((uint32_t)(lp < 32 ? a : b) * bs + (u & (bs - 1))) : -1;
+          hits += m;
+        }
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        const uint32_t g = base + k * 32 + lane;
+        if (g < q.G) *(int4 *)at(out, g, 16) = make_int4(y[k][0], y[k][1], y[k][2], y[k][3]);
+      }
+    }
+    hits = __reduce_add_sync(FULL_MASK, hits);
+    if (lane == 0) *(int32_t *)at(q.lens, t, q.lens_s) = valid ? hits : 0;
+  }
+}
+
+/* DSV4KV_CUDA_TOPK_TABLE_REGS=1: global_topk_warp_regs_kernel where it
+ * applies (read once). */
+static int topk_table_regs(void) {
+  static volatile int on = -1;
+  if (on < 0) {
+    const char *e = getenv("DSV4KV_CUDA_TOPK_TABLE_REGS");
+    on = e && !strcmp(e, "1");
+  }
+  return on;
+}
+
 int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call *call) {
   if (a->K < 4 || a->K > INT32_MAX || a->T > INT32_MAX || !rows4_view(&a->topk, a->K) ||
       !rows4_view(&a->global_out, a->K))
@@ -190,6 +259,7 @@ int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call
     const unsigned wpb = index_warps_a_block(a->T);
     const uint32_t blocks = (q.T + wpb - 1) / wpb; /* T < 2^31 */
     void (*kernel)(rows4_params) = q.shift >= 0 ? global_topk_warp_pow2_kernel : global_topk_warp_div_kernel;
+    if (q.shift >= 0 && a->P <= 64 && topk_table_regs()) kernel = global_topk_warp_regs_kernel;
     CUDA_LAUNCH_REPORTED_SIZED(kernel, blocks > (1u << 20) ? 1u << 20 : blocks, 32 * wpb, 0, *call, q);
     return 1;
   }
@@ -214,4 +284,5 @@ int rows4_global_topk(topk_params *p, const global_topk_args *a, const cuda_call
 const void *const cuda_index_rows4_kernels[] = {
     (const void *)global_topk_rows4_pow2_kernel, (const void *)global_topk_rows4_div_kernel,
     (const void *)global_topk_rows8_pow2_kernel, (const void *)global_topk_rows8_div_kernel,
-    (const void *)global_topk_warp_pow2_kernel, (const void *)global_topk_warp_div_kernel, NULL};
+    (const void *)global_topk_warp_pow2_kernel, (const void *)global_topk_warp_div_kernel,
+    (const void *)global_topk_warp_regs_kernel,  NULL};
