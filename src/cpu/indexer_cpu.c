@@ -90,11 +90,12 @@ static float row_rstd(const indexer_job *j, int64_t t, const int64_t *ahead, int
  * driver names, CPU_ROWS_AHEAD).  The rstd batch (row_rstd) reads 16 key
  * rows in one burst, and the cos / sin rows, 256 bytes each, are read
  * where they are used.  bench/cpu_ab.c, caches evicted before each call as
- * after the bench's memcpy (Zen 4, 2026-12-08): T 16384 FP8 1 thread 0.73x
- * the time, 2 threads 0.81x, MXFP4 0.80x / 0.87x, T 65536 2 threads 0.79x,
- * T 4096 0.82x; with every input cache-resident (the same call repeated),
- * 1.06-1.08x at T 4096-8192 and 1.00x at 16384.  Each pointer is formed only
- * for a row index, position and cos / sin row within their tensors. */
+ * after the bench's memcpy (Zen 4, 2026-12-08, bench/results/cpu.md): T 16384
+ * FP8 1 / 2 threads 0.81x / 0.84x the time, MXFP4 0.85x / 0.86x, T 65536 2
+ * threads 0.77x, T 4096 0.81x; with every input cache-resident (the same
+ * call repeated) 1.03-1.05x at T 4096-8192, 0.89-1.04x at 16384.  Each
+ * pointer is formed only for a row index, position and cos / sin row within
+ * their tensors. */
 enum { COS_SIN_AHEAD = 8, K_AHEAD = CPU_ROWS_AHEAD };
 
 /* Always inlined: as a function of its own gcc 12 found it free of side
