@@ -33,7 +33,8 @@ pos = np.concatenate([np.arange(n) for n in seq_lens])
 req = np.repeat(np.arange(len(seq_lens)), seq_lens)
 slots = (block_table[req, pos // BS].astype(np.int64) * BS + pos % BS)
 
-cache = np.zeros((PAGES, BS, dsv4kv.MXFP8_BYTES_PER_TOKEN), np.uint8)  # the 3-D view: the record from its width
+# [pages, tokens a page, bytes a token]: in this 3-D view the last extent, 528, says the records are MXFP8
+cache = np.zeros((PAGES, BS, dsv4kv.MXFP8_BYTES_PER_TOKEN), np.uint8)
 dsv4kv.quantize_and_insert_k_cache(k, cache, slots, block_size=BS)
 print("inserted %d tokens of %d requests into %d of %d pages" % (len(k), len(seq_lens), taken, PAGES))
 
@@ -41,7 +42,7 @@ print("inserted %d tokens of %d requests into %d of %d pages" % (len(k), len(seq
 last = 32
 out = np.zeros((len(seq_lens), last, 512), ml_dtypes.bfloat16)
 dsv4kv.dequantize_and_gather_k_cache(out, cache, seq_lens, np.full(len(seq_lens), last, np.int32), block_table,
-                                     BS, 0)
+                                     block_size=BS, offset=0)
 bad = 0
 for r, n in enumerate(seq_lens):
     rows = np.flatnonzero(req == r)[n - last:]

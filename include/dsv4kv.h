@@ -99,9 +99,14 @@
  *
  * Threads.  Every op may be called from several application threads at once
  * (the library's own state is set up once, and the message above is per
- * thread).  Calls at once must not share an output,
- * nor a dsv4kv_options whose counters they write: as with two kernels, the
- * bytes of a cache two calls write at the same time are undefined.  On the
+ * thread).  Calls at once may share inputs, and one cache: an insert or
+ * indexer store writes only the records its rows' slots name, a gather and
+ * the index ops only their outputs, so calls whose writes land in different
+ * records (or outputs) do not disturb each other, and a gather may read
+ * pages that another call is not writing.  Two calls writing one record (or
+ * one output) at the same time leave its bytes undefined, as two kernels
+ * would, and calls at once must not share a dsv4kv_options whose counters
+ * they write.  On the
  * CPU one call at a time runs on the backend's worker threads; a call that
  * finds them busy runs on its own thread, with the same bytes.  On CUDA a
  * call's kernels are ordered on its options.stream only.  The exception is

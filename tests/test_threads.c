@@ -5,7 +5,8 @@
  * pool (2 threads a call, every call parallel: DSV4KV_CPU_PARALLEL_MIN_NS=0),
  * so some calls find it busy and run alone.  Each caller's slot mapping puts
  * its out-of-range slot in a row of its own, so that each thread's
- * dsv4kv_last_error names another row and must stay its own. */
+ * dsv4kv_last_error names another row and must stay its own.  Then the four
+ * share one cache, each writing and reading its own pages of it. */
 #define _GNU_SOURCE /* setenv */
 #include <pthread.h>
 #include <setjmp.h>
@@ -131,8 +132,81 @@ static void threads_match_one_at_a_time(void **state) {
   }
 }
 
+/* One cache shared by the callers, each inserting its own rows into its own
+ * quarter of the pages and gathering them back while the others write
+ * theirs (the header: calls may share a cache where their writes land in
+ * different records).  The cache and every output must be those of the same
+ * calls made one after another. */
+enum { SHARE_PAGES = PAGES / CALLERS, SHARE_ROWS = SHARE_PAGES * BS };
+static uint8_t *shared_cache;
+static int64_t shared_shape[2] = {PAGES, (int64_t)BS * V4_REC};
+
+typedef struct {
+  int i;
+  int64_t slots[SHARE_ROWS], shape_k[2], shape_s[1], shape_o[3], shape_bt[2], shape_r[1];
+  int32_t seq_len, table[SHARE_PAGES];
+  uint16_t *out, *want;
+  int mismatches;
+} sharer;
+
+static void share_round(sharer *c) {
+  DLTensor k = {keys + (size_t)c->i * SHARE_ROWS * 512, {kDLCPU, 0}, 2, {kDLBfloat, 16, 1}, c->shape_k, NULL, 0};
+  DLTensor s = {c->slots, {kDLCPU, 0}, 1, {kDLInt, 64, 1}, c->shape_s, NULL, 0};
+  DLTensor cache = {shared_cache, {kDLCPU, 0}, 2, {kDLUInt, 8, 1}, shared_shape, NULL, 0};
+  DLTensor o = {c->out, {kDLCPU, 0}, 3, {kDLBfloat, 16, 1}, c->shape_o, NULL, 0};
+  DLTensor sl = {&c->seq_len, {kDLCPU, 0}, 1, {kDLInt, 32, 1}, c->shape_r, NULL, 0};
+  DLTensor bt = {c->table, {kDLCPU, 0}, 2, {kDLInt, 32, 1}, c->shape_bt, NULL, 0};
+  int64_t skipped = -1;
+  const dsv4kv_options opt = {.num_threads = 2, .skipped = &skipped};
+  c->mismatches += dsv4kv_quantize_and_insert_k_cache(&k, &cache, &desc, &s, &opt) != DSV4KV_OK || skipped != 0;
+  c->mismatches += dsv4kv_dequantize_and_gather_k_cache(&o, &cache, &desc, &sl, NULL, &bt, 0, &opt) != DSV4KV_OK;
+}
+
+static void *sharer_main(void *p) {
+  sharer *c = p;
+  for (int r = 0; r < ROUNDS; r++) {
+    share_round(c);
+    c->mismatches += memcmp(c->out, c->want, (size_t)SHARE_ROWS * 512 * 2) != 0;
+  }
+  return NULL;
+}
+
+static void threads_share_one_cache(void **state) {
+  (void)state;
+  static sharer c[CALLERS];
+  shared_cache = malloc(cache_bytes);
+  assert_non_null(shared_cache);
+  memset(shared_cache, 0xCD, cache_bytes);
+  for (int i = 0; i < CALLERS; i++) {
+    c[i].i = i, c[i].seq_len = SHARE_ROWS;
+    c[i].shape_k[0] = SHARE_ROWS, c[i].shape_k[1] = 512, c[i].shape_s[0] = SHARE_ROWS, c[i].shape_r[0] = 1;
+    c[i].shape_o[0] = 1, c[i].shape_o[1] = SHARE_ROWS, c[i].shape_o[2] = 512;
+    c[i].shape_bt[0] = 1, c[i].shape_bt[1] = SHARE_PAGES;
+    for (int p = 0; p < SHARE_PAGES; p++) c[i].table[p] = i * SHARE_PAGES + p;
+    for (int64_t t = 0; t < SHARE_ROWS; t++) c[i].slots[t] = (int64_t)i * SHARE_ROWS + (t * 37) % SHARE_ROWS;
+    c[i].out = malloc((size_t)SHARE_ROWS * 512 * 2), c[i].want = malloc((size_t)SHARE_ROWS * 512 * 2);
+    assert_true(c[i].out && c[i].want);
+    share_round(&c[i]); /* one after another: the expectations */
+    memcpy(c[i].want, c[i].out, (size_t)SHARE_ROWS * 512 * 2);
+    assert_int_equal(c[i].mismatches, 0);
+  }
+  uint8_t *want_cache = malloc(cache_bytes);
+  assert_non_null(want_cache);
+  memcpy(want_cache, shared_cache, cache_bytes);
+  pthread_t th[CALLERS];
+  for (int i = 0; i < CALLERS; i++) assert_int_equal(pthread_create(&th[i], NULL, sharer_main, &c[i]), 0);
+  for (int i = 0; i < CALLERS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < CALLERS; i++) {
+    assert_int_equal(c[i].mismatches, 0);
+    free(c[i].out), free(c[i].want);
+  }
+  assert_memory_equal(shared_cache, want_cache, cache_bytes);
+  free(want_cache), free(shared_cache);
+}
+
 int main(void) {
   setenv("DSV4KV_CPU_PARALLEL_MIN_NS", "0", 1); /* before the first call reads it */
-  const struct CMUnitTest tests[] = {cmocka_unit_test(threads_match_one_at_a_time)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(threads_match_one_at_a_time),
+                                     cmocka_unit_test(threads_share_one_cache)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
